@@ -1,0 +1,210 @@
+"""Configuration: nested dataclasses (data / model / training) and the per-dataset presets table.
+
+Flags only pick a preset and override fields; the resolved configuration is written as JSON next to
+every run's outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """How sequences become training instances and evaluation inputs.
+
+    Attributes:
+        dataset: data set name (see `bert4rec_tf.data.registry.DATASETS`).
+        max_len: sequence length N of the model, [MASK] included.
+        masked_lm_prob: fraction of a window's items masked in a random-mask instance.
+        max_predictions_per_seq: P, the number of masked slots per instance.
+        prop_sliding_window: window step as a fraction of max_len (-1: step max_len).
+        dupe_factor: random-mask copies of each window (one mask-last instance is added).
+        mask_prob: probability a chosen item becomes [MASK]; otherwise it is kept (half) or replaced
+            by a random item (half). 1.0 in every original script.
+        split: "valid" (last item test, second last validation) or "original" (validation item
+            appended to training, no validation set).
+        num_negatives: negatives per user for the sampled evaluation protocols.
+        num_shards: TFRecord shards for the static training instances.
+        seed: seed of every random choice in data preparation.
+    """
+
+    dataset: str = "ml-1m"
+    max_len: int = 200
+    masked_lm_prob: float = 0.2
+    max_predictions_per_seq: int = 40
+    prop_sliding_window: float = 0.5
+    dupe_factor: int = 10
+    mask_prob: float = 1.0
+    split: str = "valid"
+    num_negatives: int = 100
+    num_shards: int = 4
+    seed: int = 12345
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """BERT4Rec encoder and head; the `use_*` switches are the paper's ablations.
+
+    Attributes:
+        vocab_size: embedding rows (padding, items, [MASK]); set from the prepared data.
+        max_len: positions of the learned position embedding.
+        hidden_size: d.
+        num_layers: L Transformer blocks.
+        num_heads: h attention heads (hidden_size must divide by it).
+        intermediate_size: FFN inner size (4d in BERT).
+        hidden_dropout: dropout on embeddings, attention output and FFN output.
+        attention_dropout: dropout on the attention probabilities.
+        use_position_embedding / use_ffn / use_layer_norm / use_residual: ablation switches.
+    """
+
+    vocab_size: int = 0
+    max_len: int = 200
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 2
+    intermediate_size: int = 256
+    hidden_dropout: float = 0.2
+    attention_dropout: float = 0.2
+    use_position_embedding: bool = True
+    use_ffn: bool = True
+    use_layer_norm: bool = True
+    use_residual: bool = True
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Optimisation (original optimization.py and run scripts)."""
+
+    batch_size: int = 256
+    learning_rate: float = 1e-4
+    train_steps: int = 400_000
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    clip_norm: float = 5.0
+    dynamic_masking: bool = False
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """Everything one run needs: data, model and training sections."""
+
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "ExperimentConfig":
+        config = cls()
+        for section, fields in values.items():
+            for key, value in fields.items():
+                config.override(f"{section}.{key}", value)
+        return config
+
+    def override(self, key: str, value: Any) -> None:
+        """Sets `section.field` (or a field name unique across sections) to `value`.
+
+        A string value is converted to the field's type. `max_len` is kept equal in data and model.
+
+        Raises:
+            ValueError: naming the key when it is unknown, ambiguous or the value does not parse.
+        """
+        section_name, field_name = _resolve_key(self, key)
+        section = getattr(self, section_name)
+        current = getattr(section, field_name)
+        parsed = _parse_value(key, value, type(current))
+        setattr(section, field_name, parsed)
+        if field_name == "max_len":
+            self.data.max_len = parsed
+            self.model.max_len = parsed
+
+
+def _resolve_key(config: ExperimentConfig, key: str) -> tuple[str, str]:
+    sections = [f.name for f in dataclasses.fields(config)]
+    if "." in key:
+        section_name, field_name = key.split(".", 1)
+        if section_name not in sections or field_name not in _field_names(getattr(config, section_name)):
+            raise ValueError(f"unknown configuration key {key!r}")
+        return section_name, field_name
+    owners = [s for s in sections if key in _field_names(getattr(config, s))]
+    if key == "max_len":
+        return "data", key
+    if len(owners) != 1:
+        known = sorted({f"{s}.{f}" for s in sections for f in _field_names(getattr(config, s))})
+        problem = "ambiguous" if owners else "unknown"
+        raise ValueError(f"{problem} configuration key {key!r}; known keys: {', '.join(known)}")
+    return owners[0], key
+
+
+def _field_names(section: Any) -> list[str]:
+    return [f.name for f in dataclasses.fields(section)]
+
+
+def _parse_value(key: str, value: Any, kind: type) -> Any:
+    if not isinstance(value, str):
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, kind):
+            return value
+        raise ValueError(f"configuration key {key!r} needs a {kind.__name__}, got {value!r}")
+    text = value.strip()
+    try:
+        if kind is bool:
+            lowered = text.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return lowered in ("true", "1", "yes")
+        if kind is int:
+            number = float(text)  # accepts 4e5 as well as 400000
+            if not number.is_integer():
+                raise ValueError(text)
+            return int(number)
+        if kind is float:
+            return float(text)
+        return text
+    except ValueError:
+        raise ValueError(f"configuration key {key!r} needs a {kind.__name__}, got {value!r}") from None
+
+
+# The original run scripts' settings (SPEC.md, per-dataset settings). All: 2 layers, lr 1e-4,
+# batch 256, dupe_factor 10. Columns: max_len, masked_lm_prob, max_predictions_per_seq,
+# prop_sliding_window, hidden_size, num_heads, intermediate_size, hidden_dropout, attention_dropout,
+# train_steps.
+_PRESET_COLUMNS = (
+    "max_len", "masked_lm_prob", "max_predictions_per_seq", "prop_sliding_window",
+    "hidden_size", "num_heads", "intermediate_size", "hidden_dropout", "attention_dropout",
+    "train_steps",
+)
+PRESETS: dict[str, tuple] = {
+    "ml-1m": (200, 0.2, 40, 0.5, 64, 2, 256, 0.2, 0.2, 400_000),
+    "ml-20m": (200, 0.2, 20, 0.5, 64, 2, 256, 0.1, 0.1, 400_000),
+    "beauty": (50, 0.6, 30, 0.1, 64, 2, 256, 0.5, 0.2, 400_000),
+    "steam": (50, 0.4, 20, 0.5, 256, 8, 1024, 0.2, 0.2, 800_000),
+    # Not in the original scripts: short Amazon sequences, so Beauty's settings.
+    "video-games": (50, 0.6, 30, 0.1, 64, 2, 256, 0.5, 0.2, 400_000),
+    "beauty-5core": (50, 0.6, 30, 0.1, 64, 2, 256, 0.5, 0.2, 400_000),
+    "custom": (50, 0.6, 30, 0.1, 64, 2, 256, 0.5, 0.2, 400_000),
+}
+
+
+def preset(dataset: str) -> ExperimentConfig:
+    """The original settings for `dataset` as an `ExperimentConfig`.
+
+    Raises:
+        ValueError: for a name not in `PRESETS`, listing the known names.
+    """
+    if dataset not in PRESETS:
+        raise ValueError(f"unknown dataset {dataset!r}; known: {', '.join(sorted(PRESETS))}")
+    config = ExperimentConfig()
+    config.data.dataset = dataset
+    for column, value in zip(_PRESET_COLUMNS, PRESETS[dataset]):
+        config.override(column, value)
+    return config

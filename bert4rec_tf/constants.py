@@ -1,0 +1,35 @@
+"""The paper's and the original code's constants, each in one named place."""
+
+# Special item ids. Real items are 1..num_items; [MASK] is num_items + 1 (see `mask_id`).
+PAD_ID = 0
+
+# Model (original modeling.py).
+INITIALIZER_STDDEV = 0.02
+LAYER_NORM_EPSILON = 1e-12
+ATTENTION_MASK_VALUE = -10000.0
+
+# Loss: sum(w * CE) / (sum(w) + LOSS_EPSILON).
+LOSS_EPSILON = 1e-5
+
+# Optimisation (original optimization.py).
+ADAM_BETA_1 = 0.9
+ADAM_BETA_2 = 0.999
+ADAM_EPSILON = 1e-6
+WEIGHT_DECAY_RATE = 0.01
+WEIGHT_DECAY_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+CLIP_NORM = 5.0
+WARMUP_STEPS = 100
+
+# Evaluation: the original seeded numpy with this before sampling negatives.
+EVAL_SEED = 12345
+NUM_EVAL_NEGATIVES = 100
+
+
+def mask_id(num_items: int) -> int:
+    """The [MASK] id: the first id after the real items 1..num_items."""
+    return num_items + 1
+
+
+def vocab_size(num_items: int) -> int:
+    """Embedding rows: padding 0, items 1..num_items and [MASK]."""
+    return num_items + 2

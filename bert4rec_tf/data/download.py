@@ -1,0 +1,90 @@
+"""Resumable, cached, checksummed downloads.
+
+A file is streamed to ``<name>.part`` (resumed with an HTTP Range request when a partial file is
+there), its SHA-256 checked, and only then renamed to ``<name>``; ``<name>.sha256`` records the
+verified digest so later runs skip the download and the re-hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.error
+import urllib.request
+
+from tqdm.auto import tqdm
+
+from bert4rec_tf.data.errors import DataError
+
+_CHUNK = 1 << 20
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(url: str, directory: str | os.PathLike, filename: str, sha256: str | None = None,
+             timeout: float = 60.0) -> str:
+    """Downloads `url` once into `directory/filename` and returns the path.
+
+    Args:
+        url: the official address.
+        directory: the cache folder (created when missing).
+        filename: the cached file's name.
+        sha256: the expected digest; when None the digest of the first complete download is
+            recorded and every later use is checked against it.
+        timeout: seconds per network operation.
+
+    Raises:
+        DataError: on a network error (the partial file is kept for resuming) or a checksum
+            mismatch (the bad file is removed).
+    """
+    os.makedirs(directory, exist_ok=True)
+    final = os.path.join(directory, filename)
+    record = final + ".sha256"
+    if os.path.isfile(final) and os.path.isfile(record):
+        with open(record) as handle:
+            recorded = handle.read().strip()
+        if sha256 is None or recorded == sha256:
+            return final
+    if os.path.isfile(final):
+        _verify_and_record(final, final, record, sha256, url)
+        return final
+    partial = final + ".part"
+    offset = os.path.getsize(partial) if os.path.isfile(partial) else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            if offset and response.status != 206:
+                offset = 0  # the server ignored the range: start again
+            total = response.length + offset if response.length is not None else None
+            with open(partial, "ab" if offset else "wb") as out, tqdm(
+                    total=total, initial=offset, unit="B", unit_scale=True, desc=f"downloading {filename}",
+                    mininterval=1.0) as bar:
+                for block in iter(lambda: response.read(_CHUNK), b""):
+                    out.write(block)
+                    bar.update(len(block))
+    except (urllib.error.URLError, OSError) as error:
+        raise DataError(f"download failed ({error}); run again to resume from "
+                        f"{os.path.getsize(partial) if os.path.isfile(partial) else 0} bytes", url) from None
+    _verify_and_record(partial, final, record, sha256, url)
+    return final
+
+
+def _verify_and_record(path: str, final: str, record: str, sha256: str | None, url: str) -> None:
+    actual = sha256_of(path)
+    if sha256 is not None and actual != sha256:
+        os.remove(path)
+        raise DataError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {actual}; "
+                        "the file was removed, run again to download it anew", final)
+    if path != final:
+        os.replace(path, final)
+    temporary = record + ".tmp"
+    with open(temporary, "w") as handle:
+        handle.write(actual + "\n")
+    os.replace(temporary, record)

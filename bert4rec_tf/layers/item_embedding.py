@@ -1,0 +1,105 @@
+"""Item embedding plus learned absolute position embedding, LayerNorm and dropout."""
+
+import keras
+from keras import ops
+
+from bert4rec_tf.constants import LAYER_NORM_EPSILON
+from bert4rec_tf.layers.initializers import kernel_initializer
+
+
+@keras.saving.register_keras_serializable(package="bert4rec_tf")
+class ItemEmbedding(keras.layers.Layer):
+    """Dropout(LN(E[item] + P[position])), BERT's embedding_postprocessor without token types.
+
+    The original also added a one-row token-type embedding; a constant vector added before the
+    LayerNorm is absorbed exactly by the position embedding, so it is left out.
+    `item_embeddings` is the table the tied output head (`MaskedItemHead`) reads.
+
+    Args:
+        vocab_size: rows of the item table (padding 0, items 1..n, [MASK]).
+        hidden_size: d.
+        max_len: rows of the position table; inputs may be shorter, never longer.
+        hidden_dropout: dropout rate on the output.
+        use_position_embedding: add the position embedding (the paper's "w/o PE" ablation: False).
+        **kwargs: passed to `keras.layers.Layer`.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        max_len: int,
+        hidden_dropout: float = 0.0,
+        use_position_embedding: bool = True,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_len = max_len
+        self.hidden_dropout = hidden_dropout
+        self.use_position_embedding = use_position_embedding
+
+    def build(self, input_shape=None):
+        self.item_embedding = keras.layers.Embedding(
+            self.vocab_size,
+            self.hidden_size,
+            embeddings_initializer=kernel_initializer(),
+            dtype=self.dtype_policy,
+            name="item_embedding",
+        )
+        self.item_embedding.build()
+        if self.use_position_embedding:
+            self.position_embedding = keras.layers.Embedding(
+                self.max_len,
+                self.hidden_size,
+                embeddings_initializer=kernel_initializer(),
+                dtype=self.dtype_policy,
+                name="position_embedding",
+            )
+            self.position_embedding.build()
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="layer_norm"
+        )
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.dropout = keras.layers.Dropout(
+            self.hidden_dropout, dtype=self.dtype_policy, name="dropout"
+        )
+        self.built = True
+
+    @property
+    def item_embeddings(self) -> keras.Variable:
+        """The item table variable, [vocab_size, hidden_size], shared with the output head."""
+        return self.item_embedding.embeddings
+
+    def call(self, inputs, padding_mask=None, training=None):
+        """Embeds a batch of item id sequences.
+
+        Position indices come from the inputs' own shape, so the position table stays part of
+        the trained graph also inside a functional model.
+
+        Args:
+            inputs: int [batch, seq_len] item ids, seq_len <= max_len.
+            padding_mask: unused (padded positions are embedded like BERT does; attention
+                ignores them); accepted for a uniform signature.
+            training: enables dropout.
+
+        Returns:
+            [batch, seq_len, hidden_size].
+        """
+        embeddings = self.item_embedding(inputs)  # [batch, seq_len, hidden]
+        if self.use_position_embedding:
+            positions = ops.arange(ops.shape(inputs)[1])  # [seq_len]
+            embeddings = embeddings + ops.expand_dims(self.position_embedding(positions), 0)
+        return self.dropout(self.layer_norm(embeddings), training=training)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            max_len=self.max_len,
+            hidden_dropout=self.hidden_dropout,
+            use_position_embedding=self.use_position_embedding,
+        )
+        return config

@@ -1,0 +1,117 @@
+"""Multi-head scaled dot-product self-attention, as in BERT's attention_layer."""
+
+import math
+
+import keras
+from keras import ops
+
+from bert4rec_tf.constants import ATTENTION_MASK_VALUE
+from bert4rec_tf.layers.attention_mask import attention_mask
+from bert4rec_tf.layers.initializers import bias_initializer, kernel_initializer
+
+
+@keras.saving.register_keras_serializable(package="bert4rec_tf")
+class MultiHeadAttention(keras.layers.Layer):
+    """Self-attention with `num_heads` heads of size hidden_size / num_heads.
+
+    Query, key and value are Dense projections with bias; columns
+    [i * head_size, (i + 1) * head_size) of each projection belong to head i. Scores are scaled by
+    1 / sqrt(head_size); masked keys get ATTENTION_MASK_VALUE added before the softmax (computed in
+    float32); dropout acts on the attention probabilities; a Dense layer projects the concatenated
+    heads back to hidden_size.
+
+    Args:
+        num_heads: h.
+        hidden_size: d, the input and output width; must be divisible by `num_heads`.
+        attention_dropout: dropout rate on the attention probabilities.
+        causal: attend only to keys at or before the query position (SASRec).
+        **kwargs: passed to `keras.layers.Layer` (name, dtype, ...).
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        hidden_size: int,
+        attention_dropout: float = 0.0,
+        causal: bool = False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
+        self.num_heads = num_heads
+        self.hidden_size = hidden_size
+        self.attention_dropout = attention_dropout
+        self.causal = causal
+        self.head_size = hidden_size // num_heads
+
+    def build(self, input_shape):
+        def dense(name: str) -> keras.layers.Dense:
+            return keras.layers.Dense(
+                self.hidden_size,
+                kernel_initializer=kernel_initializer(),
+                bias_initializer=bias_initializer(),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.query_dense = dense("query")
+        self.key_dense = dense("key")
+        self.value_dense = dense("value")
+        self.output_dense = dense("output")
+        self.probs_dropout = keras.layers.Dropout(
+            self.attention_dropout, dtype=self.dtype_policy, name="attention_probs_dropout"
+        )
+        for layer in (self.query_dense, self.key_dense, self.value_dense):
+            layer.build(input_shape)
+        self.output_dense.build((*input_shape[:-1], self.hidden_size))
+        self.built = True
+
+    def call(self, inputs, padding_mask=None, training=None, return_attention_scores: bool = False):
+        """Attends from every position of `inputs` to the unmasked positions.
+
+        Args:
+            inputs: [batch, seq_len, hidden_size].
+            padding_mask: [batch, seq_len], 1 at real items, 0 at padding; None: nothing padded.
+            training: enables dropout.
+            return_attention_scores: also return the attention probabilities (before dropout).
+
+        Returns:
+            [batch, seq_len, hidden_size], and with `return_attention_scores` also the
+            probabilities [batch, num_heads, seq_len, seq_len] (queries x keys).
+        """
+        seq_len = ops.shape(inputs)[1]
+
+        def split_heads(x):  # [batch, seq_len, hidden] -> [batch, heads, seq_len, head_size]
+            x = ops.reshape(x, (-1, seq_len, self.num_heads, self.head_size))
+            return ops.transpose(x, (0, 2, 1, 3))
+
+        query = split_heads(self.query_dense(inputs) * (1.0 / math.sqrt(self.head_size)))
+        key = split_heads(self.key_dense(inputs))
+        value = split_heads(self.value_dense(inputs))
+
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [batch, heads, seq, seq]
+        scores = ops.cast(scores, "float32")
+        if padding_mask is None and self.causal:
+            padding_mask = ops.ones(ops.shape(inputs)[:2], dtype="int32")
+        if padding_mask is not None:
+            allowed = ops.expand_dims(attention_mask(padding_mask, self.causal), 1)
+            scores = scores + (1.0 - ops.cast(allowed, "float32")) * ATTENTION_MASK_VALUE
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        context = ops.matmul(self.probs_dropout(probs, training=training), value)
+        context = ops.transpose(context, (0, 2, 1, 3))  # [batch, seq_len, heads, head_size]
+        context = ops.reshape(context, (-1, seq_len, self.hidden_size))  # [batch, seq, hidden]
+        outputs = self.output_dense(context)
+        if return_attention_scores:
+            return outputs, probs
+        return outputs
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            hidden_size=self.hidden_size,
+            attention_dropout=self.attention_dropout,
+            causal=self.causal,
+        )
+        return config

@@ -1,0 +1,196 @@
+"""BERT4Rec: a bidirectional Transformer over item sequences with a tied masked-item head."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+from keras import ops
+
+from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead, TransformerBlock
+from bert4rec_tf.losses import masked_lm_loss
+
+
+def real_slot_indices(masked_lm_weights):
+    """Flat indices of the masked slots that hold a prediction (weight > 0).
+
+    Args:
+        masked_lm_weights: float [batch, P], 0 for padding slots.
+
+    Returns:
+        int [num_real] indices into the row-major flattened [batch * P] slots, in order.
+    """
+    return ops.nonzero(ops.reshape(masked_lm_weights, (-1,)) > 0)[0]
+
+
+def _flat_positions(positions, seq_len):
+    """Row-major indices into [batch * seq_len] of per-row positions [batch, ...]."""
+    batch = ops.shape(positions)[0]
+    offsets = ops.arange(batch, dtype=positions.dtype) * ops.cast(seq_len, positions.dtype)
+    return positions + ops.reshape(offsets, (-1,) + (1,) * (len(positions.shape) - 1))
+
+
+@keras.saving.register_keras_serializable(package="bert4rec_tf")
+class BERT4Rec(keras.Model):
+    """BERT4Rec (Sun et al., CIKM 2019): ItemEmbedding -> L TransformerBlocks -> MaskedItemHead.
+
+    The head reads the embedding layer's item table (tied weights) and always runs in float32,
+    so under a mixed precision policy the logits and the loss stay float32.
+
+    Features (a dict of tensors):
+        input_ids: int [batch, seq_len], 0 padding, items 1..n, [MASK] = vocab_size - 1;
+            sequences are padded on the right.
+        input_mask: int [batch, seq_len], 1 at items (and [MASK]), 0 at padding.
+        masked_lm_positions: int [batch, P] positions whose logits are wanted.
+        masked_lm_weights: float [batch, P], 0 for padding slots.
+        masked_lm_ids: int [batch, P] true items; read by `compute_loss` when no `y` is given.
+
+    Args:
+        config: the model section of the experiment configuration (or its dict form).
+        packed: compute the head and logits only for real slots (weight > 0): `call` then returns
+            [num_real, vocab_size] in row-major slot order instead of [batch, P, vocab_size]. The
+            loss is the same; the work on the padding slots of P is skipped.
+        **kwargs: passed to `keras.Model` (name, dtype, ...).
+
+    Example:
+        >>> model = BERT4Rec(ModelConfig(vocab_size=3418))
+        >>> model.compile(optimizer=keras.optimizers.AdamW(1e-4))
+        >>> model.fit(features, features["masked_lm_ids"], batch_size=256)
+        >>> scores = model.score_last(features)  # [batch, vocab_size]
+    """
+
+    def __init__(self, config: ModelConfig | dict, packed: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = ModelConfig(**config)
+        if config.vocab_size <= 0:
+            raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
+        self.model_config = config
+        self.packed = packed
+        self.embedding = ItemEmbedding(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_len=config.max_len,
+            hidden_dropout=config.hidden_dropout,
+            use_position_embedding=config.use_position_embedding,
+            dtype=self.dtype_policy,
+            name="embedding",
+        )
+        self.transformer_blocks = [
+            TransformerBlock(
+                hidden_size=config.hidden_size,
+                num_heads=config.num_heads,
+                intermediate_size=config.intermediate_size,
+                hidden_dropout=config.hidden_dropout,
+                attention_dropout=config.attention_dropout,
+                use_ffn=config.use_ffn,
+                use_layer_norm=config.use_layer_norm,
+                use_residual=config.use_residual,
+                dtype=self.dtype_policy,
+                name=f"transformer_block_{index}",
+            )
+            for index in range(config.num_layers)
+        ]
+        self.head = MaskedItemHead(self.embedding, dtype="float32", name="masked_item_head")
+
+    def build(self, input_shape=None):
+        """Creates every weight; the shapes come from the configuration, not `input_shape`."""
+        self.embedding.build()
+        for block in self.transformer_blocks:
+            block.build((None, self.model_config.max_len, self.model_config.hidden_size))
+        self.head.build()
+        self.built = True
+
+    def encode(self, features: dict, training=None, return_attention_scores: bool = False):
+        """The Transformer's sequence output.
+
+        Args:
+            features: dict with `input_ids` and `input_mask`, int [batch, seq_len].
+            training: enables dropout.
+            return_attention_scores: also return each layer's attention probabilities.
+
+        Returns:
+            [batch, seq_len, hidden_size], and with `return_attention_scores` also a list of
+            num_layers tensors [batch, num_heads, seq_len, seq_len].
+        """
+        if not self.built:
+            self.build()
+        padding_mask = features["input_mask"]
+        hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
+        attention_scores = []
+        for block in self.transformer_blocks:
+            hidden, probs = block(
+                hidden, padding_mask=padding_mask, training=training, return_attention_scores=True
+            )
+            attention_scores.append(probs)
+        if return_attention_scores:
+            return hidden, attention_scores
+        return hidden
+
+    def _logits_at(self, sequence_output, flat_positions):
+        """Head logits at row-major positions [...] of sequence_output [batch, seq_len, hidden]."""
+        flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
+        return self.head(ops.take(flat_output, flat_positions, axis=0))  # [..., vocab]
+
+    def call(self, features: dict, training=None):
+        """Logits at the masked positions.
+
+        Args:
+            features: dict with `input_ids`, `input_mask`, `masked_lm_positions` and (packed)
+                `masked_lm_weights`; see the class docstring.
+            training: enables dropout.
+
+        Returns:
+            float32 [batch, P, vocab_size], or [num_real, vocab_size] when `packed`.
+        """
+        sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
+        positions = ops.cast(features["masked_lm_positions"], "int32")
+        flat_positions = _flat_positions(positions, ops.shape(sequence_output)[1])  # [batch, P]
+        if self.packed:
+            flat_positions = ops.take(
+                ops.reshape(flat_positions, (-1,)),
+                real_slot_indices(features["masked_lm_weights"]),
+            )  # [num_real]
+        return self._logits_at(sequence_output, flat_positions)
+
+    def score_last(self, features: dict, training=None):
+        """Logits at each row's last real position (the appended [MASK]), for ranking.
+
+        Args:
+            features: dict with `input_ids` and `input_mask`, int [batch, seq_len], padded on
+                the right; the last real position is sum(input_mask) - 1.
+            training: enables dropout (normally off).
+
+        Returns:
+            float32 [batch, vocab_size].
+        """
+        sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
+        last = ops.sum(ops.cast(features["input_mask"], "int32"), axis=1) - 1  # [batch]
+        return self._logits_at(sequence_output, _flat_positions(last, ops.shape(sequence_output)[1]))
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Weighted masked-item cross-entropy (see `masked_lm_loss`).
+
+        Args:
+            x: the features; `masked_lm_weights` weights the slots.
+            y: int [batch, P] true items; None: `x["masked_lm_ids"]`.
+            y_pred: the output of `call`.
+            sample_weight: unused; the slot weights come from the features.
+            training: unused.
+
+        Returns:
+            Scalar float32 loss.
+        """
+        labels = x["masked_lm_ids"] if y is None else y
+        weights = x["masked_lm_weights"]
+        if self.packed:
+            index = real_slot_indices(weights)
+            labels = ops.take(ops.reshape(labels, (-1,)), index)  # [num_real]
+            weights = ops.take(ops.reshape(weights, (-1,)), index)  # [num_real]
+        return masked_lm_loss(labels, y_pred, weights)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(config=dataclasses.asdict(self.model_config), packed=self.packed)
+        return config

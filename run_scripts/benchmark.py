@@ -1,0 +1,135 @@
+"""Training throughput of BERT4Rec on synthetic batches, per preset and speed option.
+
+Times `train_on_batch` (plain AdamW) with and without masked-slot packing, with XLA off and on and
+in float32 and mixed precision, all in one process, and prints a table.
+
+Example:
+    python run_scripts/benchmark.py
+    python run_scripts/benchmark.py --steps 5 --warmup 2 --datasets ml-1m --precisions float32
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bert4rec_tf.config import preset  # noqa: E402
+from bert4rec_tf.constants import mask_id, vocab_size  # noqa: E402
+from bert4rec_tf.data.registry import get_spec  # noqa: E402
+from bert4rec_tf.models import BERT4Rec  # noqa: E402
+
+
+def _comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _on_off(text: str) -> list[bool]:
+    values = {"on": True, "off": False, "true": True, "false": False}
+    return [values[item.lower()] for item in _comma_list(text)]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", type=_comma_list, default=["ml-1m", "beauty"],
+                        help="presets to time (comma separated)")
+    parser.add_argument("--packed", type=_on_off, default=[False, True],
+                        help="masked-slot packing settings: off,on")
+    parser.add_argument("--xla", type=_on_off, default=[False, True],
+                        help="jit_compile settings: off,on")
+    parser.add_argument("--precisions", type=_comma_list, default=["float32", "mixed_bfloat16"],
+                        help="Keras dtype policies, e.g. float32,mixed_bfloat16,mixed_float16")
+    parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps (compilation)")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration")
+    parser.add_argument("--seed", type=int, default=1)
+    return parser.parse_args(argv)
+
+
+def sequence_lengths(dataset: str, max_len: int, batch_size: int, rng: np.random.Generator):
+    """Realistic history lengths: ML data mostly full windows, Amazon data short (mean ~8)."""
+    if dataset.startswith("ml-"):
+        full = rng.random(batch_size) < 0.85
+        return np.where(full, max_len, rng.integers(20, max_len, batch_size))
+    return np.minimum(max_len, 2 + rng.geometric(1 / 6.5, batch_size))
+
+
+def synthetic_features(dataset: str, batch_size: int, seed: int) -> dict[str, np.ndarray]:
+    """One batch shaped like the preset's training instances, with the original mask counts."""
+    config = preset(dataset)
+    max_len = config.data.max_len
+    slots = config.data.max_predictions_per_seq
+    num_items = get_spec(dataset).paper_counts[1]
+    rng = np.random.default_rng(seed)
+    lengths = sequence_lengths(dataset, max_len, batch_size, rng)
+    features = {
+        "input_ids": np.zeros((batch_size, max_len), np.int32),
+        "input_mask": np.zeros((batch_size, max_len), np.int32),
+        "masked_lm_positions": np.zeros((batch_size, slots), np.int32),
+        "masked_lm_ids": np.zeros((batch_size, slots), np.int32),
+        "masked_lm_weights": np.zeros((batch_size, slots), np.float32),
+    }
+    for row, length in enumerate(lengths):
+        count = min(slots, max(1, round(length * config.data.masked_lm_prob)))
+        items = rng.integers(1, num_items + 1, length)
+        positions = np.sort(rng.choice(length, count, replace=False))
+        features["masked_lm_ids"][row, :count] = items[positions]
+        features["masked_lm_positions"][row, :count] = positions
+        features["masked_lm_weights"][row, :count] = 1.0
+        items[positions] = mask_id(num_items)
+        features["input_ids"][row, :length] = items
+        features["input_mask"][row, :length] = 1
+    return features
+
+
+def time_configuration(dataset: str, features: dict, packed: bool, xla: bool, precision: str,
+                       args: argparse.Namespace) -> float:
+    """Seconds per training step of one configuration."""
+    keras.config.set_dtype_policy(precision)
+    keras.utils.set_random_seed(args.seed)
+    config = preset(dataset).model
+    config.vocab_size = vocab_size(get_spec(dataset).paper_counts[1])
+    model = BERT4Rec(config, packed=packed)
+    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=1e-4), jit_compile=xla)
+    inputs = {name: keras.ops.convert_to_tensor(value) for name, value in features.items()}
+    labels = inputs["masked_lm_ids"]
+    for _ in range(args.warmup):
+        model.train_on_batch(inputs, labels)
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        model.train_on_batch(inputs, labels)
+    elapsed = (time.perf_counter() - start) / args.steps
+    keras.config.set_dtype_policy("float32")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    header = (f"{'dataset':<8} {'packed':<6} {'xla':<4} {'precision':<15} {'real/P':>10} "
+              f"{'ms/step':>9} {'samples/s':>10}")
+    print(f"batch {args.batch_size}, {args.warmup} warm-up + {args.steps} timed steps, "
+          f"keras {keras.__version__} ({keras.backend.backend()}), {os.cpu_count()} CPUs")
+    print(header)
+    print("-" * len(header))
+    for dataset in args.datasets:
+        features = synthetic_features(dataset, args.batch_size, args.seed)
+        real = int((features["masked_lm_weights"] > 0).sum())
+        slots = features["masked_lm_weights"].size
+        for packed, xla, precision in itertools.product(args.packed, args.xla, args.precisions):
+            seconds = time_configuration(dataset, features, packed, xla, precision, args)
+            print(f"{dataset:<8} {str(packed):<6} {str(xla):<4} {precision:<15} "
+                  f"{f'{real}/{slots}':>10} {seconds * 1000:>9.1f} "
+                  f"{args.batch_size / seconds:>10.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
