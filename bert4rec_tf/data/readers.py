@@ -130,9 +130,8 @@ def read_interactions(path: str | os.PathLike, fmt: str | None = None) -> Intera
     users: list[str] = []
     items: list[str] = []
     times: list[int] = []
-    with open_text(path) as handle:
-        lines = tqdm(handle, desc=f"reading {os.path.basename(path)}", unit=" lines",
-                     mininterval=1.0, leave=False)
+    with open_text(path) as handle, tqdm(handle, desc=f"reading {os.path.basename(path)}", unit=" lines",
+                                         mininterval=1.0, leave=False) as lines:
         for user, item, stamp in _PARSERS[fmt](lines, path):
             users.append(user)
             items.append(item)

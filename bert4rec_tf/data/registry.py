@@ -20,6 +20,8 @@ class DatasetSpec:
         min_user_interactions: users with fewer interactions are dropped.
         min_item_interactions: items with fewer interactions are dropped (0: no item filter).
         paper_counts: (users, items, actions) reported for it, for the documentation.
+        source_format: the reader format every source must have; None: detected from the file
+            (the official raw format or the original code's preprocessed files).
     """
 
     name: str
@@ -30,6 +32,7 @@ class DatasetSpec:
     min_user_interactions: int = 5
     min_item_interactions: int = 0
     paper_counts: tuple[int, int, int] | None = None
+    source_format: str | None = None
 
 
 _AMAZON = "http://snap.stanford.edu/data/amazon/productGraph/categoryFiles/"
@@ -93,6 +96,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         url=None,
         filename=None,
         sha256=None,
+        source_format="custom",
     ),
 )}
 

@@ -86,7 +86,8 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
                                      self.spec.sha256)
 
     def _generate_examples(self, path: str):
-        sequences, report = preprocess(read_interactions(path), self.spec.min_user_interactions,
+        sequences, report = preprocess(read_interactions(path, self.spec.source_format),
+                                       self.spec.min_user_interactions,
                                        self.spec.min_item_interactions)
         self.info.metadata.update(report)  # saved with the build: what was dropped on purpose
         for key, value in report.items():

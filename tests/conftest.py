@@ -1,0 +1,40 @@
+"""Shared test fixtures: real-data location, small hand-made sequences."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def shared_datasets_dir() -> str:
+    """`$BERT4REC_SHARED_DATASETS`, else ../shared/datasets beside the checkout."""
+    return os.environ.get("BERT4REC_SHARED_DATASETS",
+                          os.path.join(os.path.dirname(REPO), "shared", "datasets"))
+
+
+def real_file(relative: str) -> str:
+    """Path of a real data file; skips the test, saying why, when it is absent."""
+    path = os.path.join(shared_datasets_dir(), relative)
+    if not os.path.isfile(path):
+        pytest.skip(f"real data not found: {path} (set BERT4REC_SHARED_DATASETS)")
+    return path
+
+
+def write_pairs(path: str, sequences: dict[str, list[str]]) -> str:
+    """Writes `user item` lines, users in blocks, items in the given (time) order."""
+    with open(path, "w") as handle:
+        for user, items in sequences.items():
+            for item in items:
+                handle.write(f"{user} {item}\n")
+    return path
+
+
+def toy_sequences(num_users: int = 12, num_items: int = 400, seed: int = 0) -> dict[str, list[str]]:
+    """Users 1..num_users with 5-40 distinct items each, ids as strings."""
+    rng = np.random.default_rng(seed)
+    return {str(u): [str(i) for i in rng.choice(np.arange(1, num_items + 1), rng.integers(5, 41), replace=False)]
+            for u in range(1, num_users + 1)}

@@ -1,0 +1,101 @@
+"""Dynamic masking, evaluation inputs and sampled candidates on hand-made sequences."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from bert4rec_tf.data.candidates import item_popularity, sample_negatives
+from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.instances import make_windows, write_static_instances
+from bert4rec_tf.data.pipeline import dynamic_training_dataset, evaluation_features, static_training_dataset
+from bert4rec_tf.data.preprocess import UserSequences
+from tests.data.test_instances import NUM_ITEMS, small_config, small_windows
+
+
+def sequences_of(lists: list[list[int]], num_items: int) -> UserSequences:
+    lengths = [len(x) for x in lists]
+    return UserSequences(user_ids=np.asarray([str(u + 1) for u in range(len(lists))]),
+                         item_ids=np.asarray([str(i) for i in range(1, num_items + 1)]),
+                         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                         items=np.concatenate([np.asarray(x, dtype=np.int32) for x in lists]))
+
+
+def take(dataset, count):
+    return [{k: v.numpy() for k, v in element.items()} for element in dataset.take(count)]
+
+
+def test_dynamic_pipeline_matches_the_static_feature_dictionary(tmp_path):
+    config = small_config(num_shards=1)
+    windows = small_windows(config)
+    write_static_instances(windows, config, NUM_ITEMS, str(tmp_path), progress=False)
+    static = static_training_dataset([os.path.join(tmp_path, f) for f in os.listdir(tmp_path)], config,
+                                     batch_size=4)
+    dynamic = dynamic_training_dataset(windows, config, NUM_ITEMS, batch_size=4)
+    assert static.element_spec == dynamic.element_spec
+
+
+def test_dynamic_masks_are_fresh_each_epoch_deterministic_and_resumable():
+    config = small_config()
+    windows = small_windows(config)
+    count = len(windows)
+    stream = take(dynamic_training_dataset(windows, config, NUM_ITEMS), 3 * count)
+    again = take(dynamic_training_dataset(windows, config, NUM_ITEMS), 3 * count)
+    assert all(np.array_equal(a["input_ids"], b["input_ids"]) for a, b in zip(stream, again))
+    resumed = take(dynamic_training_dataset(windows, config, NUM_ITEMS, start=count + 2), 5)
+    assert all(np.array_equal(a["input_ids"], b["input_ids"]) for a, b in zip(stream[count + 2:], resumed))
+    for epoch in range(3):  # each epoch visits every window once
+        users = sorted(int(e["info"][0]) for e in stream[epoch * count:(epoch + 1) * count])
+        assert users == sorted(windows.users.tolist())
+    epoch0 = {tuple(e["input_ids"]) for e in stream[:count]}
+    epoch1 = {tuple(e["input_ids"]) for e in stream[count:2 * count]}
+    assert epoch0 != epoch1
+
+
+def test_evaluation_features_append_mask_to_the_last_max_len_minus_one_items():
+    sequences = sequences_of([[1, 2, 3, 4, 5, 6, 7, 8], [9, 8, 7]], num_items=9)
+    test = evaluation_features(sequences, "test", max_len=5)
+    mask = 10
+    assert test["input_ids"].tolist() == [[4, 5, 6, 7, mask], [9, 8, mask, 0, 0]]
+    assert test["input_mask"].tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
+    assert test["masked_lm_positions"].tolist() == [[4], [2]]
+    assert test["masked_lm_ids"].tolist() == [[8], [7]]
+    assert test["info"].tolist() == [[1], [2]]
+    valid = evaluation_features(sequences, "valid", max_len=5)
+    assert valid["input_ids"].tolist() == [[3, 4, 5, 6, mask], [9, mask, 0, 0, 0]]
+    assert valid["masked_lm_ids"].tolist() == [[7], [8]]
+
+
+@pytest.mark.parametrize("protocol", ["pop", "uniform"])
+def test_negatives_exclude_history_are_distinct_and_deterministic(protocol):
+    rng = np.random.default_rng(1)
+    lists = [list(rng.choice(np.arange(1, 301), 40, replace=False)) for _ in range(20)]
+    sequences = sequences_of(lists, num_items=300)
+    negatives = sample_negatives(sequences, protocol, "test", 100, seed=9)
+    assert negatives.shape == (20, 100)
+    for user, row in enumerate(negatives):
+        assert len(set(row.tolist())) == 100
+        assert not set(row.tolist()) & set(lists[user])
+        assert row.min() >= 1 and row.max() <= 300
+    assert np.array_equal(negatives, sample_negatives(sequences, protocol, "test", 100, seed=9))
+    assert not np.array_equal(negatives, sample_negatives(sequences, protocol, "test", 100, seed=10))
+    assert not np.array_equal(negatives, sample_negatives(sequences, protocol, "valid", 100, seed=9))
+
+
+def test_pop_negatives_follow_popularity():
+    # Item 1 is in every sequence of the other users; items 2..201 appear once each.
+    lists = [[1, 2 + u] for u in range(200)] + [[250, 251]]
+    sequences = sequences_of(lists, num_items=251)
+    assert item_popularity(sequences)[1] == 200
+    negatives = sample_negatives(sequences, "pop", "test", 5, seed=0)[-1]
+    assert 1 in negatives.tolist()   # weight 200 of 400: drawn first almost surely
+    uniform = sample_negatives(sequences, "uniform", "test", 5, seed=0)
+    assert (uniform[:200] == 1).sum() == 0                 # users with item 1 never get it
+
+
+def test_too_few_items_to_sample_is_an_error():
+    sequences = sequences_of([[1, 2, 3], [1, 2]], num_items=5)
+    with pytest.raises(DataError, match="fewer than 3 items left"):
+        sample_negatives(sequences, "pop", "test", 3, seed=0)

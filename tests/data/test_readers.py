@@ -1,0 +1,93 @@
+"""Every reader on small hand-made files, and each bad input's error message."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zipfile
+
+import pytest
+
+from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.readers import detect_format, read_interactions
+
+
+def write(tmp_path, name: str, text: str) -> str:
+    path = os.path.join(tmp_path, name)
+    with open(path, "w") as handle:
+        handle.write(text)
+    return path
+
+
+@pytest.mark.parametrize("name, text, fmt, users, items, stamps", [
+    ("pairs.txt", "1 10\n1 11\n\n2 10\n", "pairs", ["1", "1", "2"], ["10", "11", "10"], None),
+    ("seq.txt", "7 3 4 5\n8 5\n", "sequences", ["7", "7", "7", "8"], ["3", "4", "5", "5"], None),
+    ("ratings.dat", "1::1193::5::978300760\n1::661::3::978302109\n", "movielens-dat", ["1", "1"],
+     ["1193", "661"], [978300760, 978302109]),
+    ("ratings.csv", "userId,movieId,rating,timestamp\n1,2,3.5,1112486027\n", "movielens-csv", ["1"], ["2"],
+     [1112486027]),
+    ("ratings_Beauty.csv", "A39HTATAQ9V7YF,0205616461,5.0,1369699200\n", "amazon-ratings", ["A39HTATAQ9V7YF"],
+     ["0205616461"], [1369699200]),
+    ("reviews.json", json.dumps({"reviewerID": "U1", "asin": "B1", "unixReviewTime": 5, "overall": 4.0}) + "\n",
+     "amazon-reviews", ["U1"], ["B1"], [5]),
+    ("steam.json", "{'username': 'ann', 'product_id': '725280', 'date': '2017-12-17', 'text': \"x\"}\n",
+     "steam-reviews", ["ann"], ["725280"], [1513468800]),
+    ("custom.csv", "item,user,timestamp,rating\nb,u1,20,1\na,u1,10,5\n", "custom", ["u1", "u1"], ["b", "a"],
+     [20, 10]),
+    ("custom.tsv", "user\titem\ttimestamp\nu\tx,y\t3\n", "custom", ["u"], ["x,y"], [3]),
+])
+def test_each_format_is_detected_and_read(tmp_path, name, text, fmt, users, items, stamps):
+    path = write(tmp_path, name, text)
+    assert detect_format(path) == fmt
+    table = read_interactions(path)
+    assert table.format == fmt
+    assert list(table.users) == users
+    assert list(table.items) == items
+    assert (None if table.timestamps is None else list(table.timestamps)) == stamps
+
+
+def test_gzip_and_zip_are_read_alike(tmp_path):
+    text = "1::5::3::100\n1::6::3::90\n"
+    gz = os.path.join(tmp_path, "ratings.dat.gz")
+    with gzip.open(gz, "wt") as handle:
+        handle.write(text)
+    archive = os.path.join(tmp_path, "ml-1m.zip")
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("ml-1m/movies.dat", "1::Toy Story (1995)::Animation\n")
+        handle.writestr("ml-1m/ratings.dat", text)
+    for path in (gz, archive):
+        table = read_interactions(path)
+        assert list(table.items) == ["5", "6"] and list(table.timestamps) == [100, 90]
+
+
+@pytest.mark.parametrize("name, text, fmt, needle", [
+    ("pairs.txt", "1 2\n1 2 3 4\n", "pairs", "line 2"),
+    ("pairs.txt", "1 2\n1\n", "pairs", "line 2"),
+    ("ratings.dat", "1::2::3::4\n1::2::3\n", None, "line 2"),
+    ("ratings.dat", "1::2::3::4\n\n1::2::3::soon\n", None, "line 3: field 'timestamp'"),
+    ("reviews.json", '{"reviewerID": "u", "asin": "a", "unixReviewTime": 1}\n{"reviewerID": "u"}\n', None,
+     "line 2: record has no field 'asin'"),
+    ("reviews.json", '{"reviewerID": "u", "asin": "a", "unixReviewTime": 1}\n{broken\n', None, "line 2"),
+    ("steam.json", "{'username': 'a', 'product_id': '1', 'date': 'May 2017'}\n", None, "field 'date'"),
+    ("c.csv", "user,item,timestamp\nu,i,1\nu,i\n", "custom", "line 3"),
+    ("c.csv", "user,item\nu,i\n", "custom", "lacks column 'timestamp'"),
+    ("c.csv", "user,product,timestamp\nu,i,1\n", "custom", "lacks column 'item'"),
+    ("c.csv", "user,item,timestamp\nu,,1\n", "custom", "line 2: empty item"),
+])
+def test_bad_input_names_file_and_line(tmp_path, name, text, fmt, needle):
+    path = write(tmp_path, name, text)
+    with pytest.raises(DataError) as raised:
+        read_interactions(path, fmt)
+    assert path in str(raised.value)
+    assert needle in str(raised.value)
+
+
+def test_empty_and_missing_files(tmp_path):
+    empty = write(tmp_path, "empty.txt", "\n\n")
+    with pytest.raises(DataError, match="empty.txt: file is empty"):
+        read_interactions(empty)
+    with pytest.raises(DataError, match="no such file"):
+        read_interactions(os.path.join(tmp_path, "absent.txt"))
+    with pytest.raises(DataError, match="file is empty"):
+        read_interactions(write(tmp_path, "e.csv", ""), "custom")
