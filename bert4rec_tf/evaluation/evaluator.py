@@ -1,0 +1,89 @@
+"""Scores every user's [MASK]-appended history and ranks the target under each protocol."""
+
+from __future__ import annotations
+
+import numpy as np
+from keras import ops
+from tqdm.auto import tqdm
+
+from bert4rec_tf.constants import PAD_ID, mask_id
+from bert4rec_tf.data.pipeline import evaluation_features
+from bert4rec_tf.data.preprocess import UserSequences
+from bert4rec_tf.data.split import history_and_target
+from bert4rec_tf.evaluation.metrics import FULL_METRICS, SAMPLED_METRICS, metrics_from_ranks, target_rank
+
+PROTOCOLS = ("pop", "uniform", "full")
+
+
+def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
+             candidates: dict[str, np.ndarray] | None = None, protocols: tuple[str, ...] = PROTOCOLS,
+             batch_size: int = 256, progress: bool = False) -> dict[str, dict[str, float]]:
+    """Metrics of `model` on every user for `stage` ("valid" or "test").
+
+    Args:
+        model: a model with `score_last(features) -> [batch, vocab_size]`.
+        sequences: all users' sequences.
+        stage: "valid" or "test".
+        max_len: the model's sequence length.
+        candidates: negatives [num_users, C] keyed "pop_<stage>", "uniform_<stage>" (from the
+            prepared data) for the sampled protocols.
+        protocols: any of "pop" (the paper's pop-100), "uniform" and "full" (all items, the
+            user's history excluded).
+        batch_size: users per forward pass.
+        progress: show a progress bar.
+
+    Returns:
+        {protocol: {metric: value}}: HR@1/5/10, NDCG@5/10, MRR for the sampled protocols;
+        Recall@10/20, NDCG@10/20, MRR for full ranking.
+    """
+    unknown = set(protocols) - set(PROTOCOLS)
+    if unknown:
+        raise ValueError(f"unknown protocol(s) {sorted(unknown)}; known: {', '.join(PROTOCOLS)}")
+    features = evaluation_features(sequences, stage, max_len)
+    targets = features["masked_lm_ids"][:, 0]
+    ranks: dict[str, list[np.ndarray]] = {p: [] for p in protocols}
+    for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
+        end = min(begin + batch_size, sequences.num_users)
+        batch = {name: features[name][begin:end] for name in ("input_ids", "input_mask")}
+        scores = ops.convert_to_numpy(model.score_last(batch, training=False))  # [b, vocab]
+        rows = np.arange(end - begin)
+        target_scores = scores[rows, targets[begin:end]]
+        for protocol in protocols:
+            if protocol == "full":
+                valid = _competing_items(sequences, stage, begin, end, scores.shape[1])
+                ranks[protocol].append(ops.convert_to_numpy(target_rank(target_scores, scores, valid)))
+            else:
+                negatives = _candidates(candidates, protocol, stage)[begin:end]
+                others = np.take_along_axis(scores, negatives.astype(np.int64), axis=1)  # [b, C]
+                ranks[protocol].append(ops.convert_to_numpy(target_rank(target_scores, others)))
+    return {protocol: metrics_from_ranks(np.concatenate(ranks[protocol]),
+                                         FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
+            for protocol in protocols}
+
+
+def _candidates(candidates: dict[str, np.ndarray] | None, protocol: str, stage: str) -> np.ndarray:
+    key = f"{protocol}_{stage}"
+    if not candidates or key not in candidates:
+        raise ValueError(f"no {protocol}-sampled candidates for stage {stage!r} in the prepared data")
+    return candidates[key]
+
+
+def _competing_items(sequences: UserSequences, stage: str, begin: int, end: int, vocab: int) -> np.ndarray:
+    """[end - begin, vocab] bool: real items outside the user's history; the target competes with none."""
+    valid = np.ones((end - begin, vocab), dtype=bool)
+    valid[:, PAD_ID] = False
+    valid[:, mask_id(sequences.num_items):] = False
+    for row, user in enumerate(range(begin, end)):
+        history, target = history_and_target(sequences, user, stage)
+        valid[row, history] = False
+        valid[row, target] = False
+    return valid
+
+
+def format_table(results: dict[str, dict[str, float]]) -> str:
+    """The metrics as a plain-text table, one row per protocol."""
+    lines = []
+    for protocol, values in results.items():
+        cells = "  ".join(f"{name} {value:.4f}" for name, value in values.items())
+        lines.append(f"{protocol:>8}: {cells}")
+    return "\n".join(lines)

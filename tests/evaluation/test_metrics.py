@@ -1,0 +1,71 @@
+"""Ranks and metrics against values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bert4rec_tf.evaluation.metrics import FULL_METRICS, SAMPLED_METRICS, metrics_from_ranks, target_rank
+
+
+def test_rank_counts_ties_against_the_target():
+    target = np.array([0.5, 0.5, 2.0], dtype=np.float32)
+    others = np.array([[0.1, 0.9, 0.5], [0.1, 0.2, 0.3], [2.0, 2.0, 2.0]], dtype=np.float32)
+    # row 0: 0.9 beats, 0.5 ties -> rank 2; row 1: rank 0; row 2: three ties -> rank 3
+    assert np.asarray(target_rank(target, others)).tolist() == [2, 0, 3]
+
+
+def test_invalid_items_do_not_compete():
+    target = np.array([0.5], dtype=np.float32)
+    others = np.array([[0.9, 0.8, 0.1]], dtype=np.float32)
+    valid = np.array([[False, True, True]])
+    assert np.asarray(target_rank(target, others, valid)).tolist() == [1]
+
+
+def test_metrics_by_hand():
+    ranks = [0, 3, 9, 40]
+    out = metrics_from_ranks(np.array(ranks), SAMPLED_METRICS)
+    assert out["HR@1"] == pytest.approx(1 / 4)
+    assert out["HR@5"] == pytest.approx(2 / 4)
+    assert out["HR@10"] == pytest.approx(3 / 4)
+    assert out["NDCG@5"] == pytest.approx((1 / math.log2(2) + 1 / math.log2(5)) / 4)
+    assert out["NDCG@10"] == pytest.approx((1.0 + 1 / math.log2(5) + 1 / math.log2(11)) / 4)
+    assert out["MRR"] == pytest.approx((1 + 1 / 4 + 1 / 10 + 1 / 41) / 4)
+    full = metrics_from_ranks(np.array([19, 20]), FULL_METRICS)
+    assert full["Recall@20"] == 0.5 and full["Recall@10"] == 0.0
+    assert full["NDCG@20"] == pytest.approx((1 / math.log2(21)) / 2)
+
+
+def test_unknown_metric_is_an_error():
+    with pytest.raises(ValueError, match="unknown metric"):
+        metrics_from_ranks(np.array([1]), ("AUC@3",))
+
+
+class FixedScores:
+    """A stand-in model: every user gets the same scores, item i scores table[i]."""
+
+    def __init__(self, table):
+        self.table = np.asarray(table, dtype=np.float32)
+
+    def score_last(self, features, training=False):
+        return np.tile(self.table, (len(features["input_ids"]), 1))
+
+
+def test_evaluate_by_hand():
+    from bert4rec_tf.evaluation.evaluator import evaluate
+    from tests.data.test_pipeline import sequences_of
+
+    sequences = sequences_of([[1, 2, 3, 4], [4, 3, 6, 5]], num_items=6)
+    # vocab: 0 pad, items 1..6, 7 [MASK]; item i scores i, the pad and [MASK] score highest
+    model = FixedScores([9, 1, 2, 3, 4, 5, 6, 9])
+    candidates = {"pop_test": np.array([[5, 6], [1, 2]]), "uniform_test": np.array([[6, 5], [6, 2]])}
+    out = evaluate(model, sequences, "test", max_len=4, candidates=candidates)
+    # user 1, target 4: pop others 5, 6 -> rank 2; user 2, target 5: others 1, 2 -> rank 0
+    assert out["pop"]["HR@1"] == 0.5 and out["pop"]["MRR"] == pytest.approx((1 / 3 + 1) / 2)
+    # uniform: user 1 rank 2 (6, 5 beat 4); user 2 rank 1 (6 beats 5)
+    assert out["uniform"]["MRR"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    # full: user 1 history {1,2,3}: 5, 6 beat 4 -> rank 2; user 2 history {4,3,6}: items 1, 2 lower -> 0
+    assert out["full"]["MRR"] == pytest.approx((1 / 3 + 1) / 2)
+    assert set(out["full"]) == {"Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR"}
