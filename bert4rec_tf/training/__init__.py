@@ -1,0 +1,1 @@
+"""Optimisation and the training loop."""
