@@ -1,0 +1,187 @@
+"""The main job: prepare data, train with periodic validation and checkpoints, test once, export.
+
+Model directory layout:
+    config.json                 the resolved configuration
+    checkpoints/latest.weights.h5, checkpoints/state.json   resume point (written atomically)
+    checkpoints/best.weights.h5 the best validation checkpoint
+    train/, validation/         TensorBoard logs
+    validation.json             the validation curve
+    results.json                test metrics of the best checkpoint
+    model.keras                 the exported model
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert4rec_tf.config import ExperimentConfig
+from bert4rec_tf.data.instances import make_windows
+from bert4rec_tf.data.pipeline import dynamic_training_dataset, static_training_dataset
+from bert4rec_tf.data.prepare import PreparedData, prepare
+from bert4rec_tf.data.split import training_sequences
+from bert4rec_tf.evaluation.evaluator import evaluate, format_table
+from bert4rec_tf.models import BERT4Rec
+from bert4rec_tf.training.optimization import make_optimizer
+
+SELECTION_METRIC = ("pop", "NDCG@10")
+
+
+def write_json_atomic(path: str, value) -> None:
+    """Writes JSON under a temporary name, then renames it into place."""
+    temporary = f"{path}.tmp"
+    with open(temporary, "w") as handle:
+        json.dump(value, handle, indent=2, sort_keys=True)
+    os.replace(temporary, path)
+
+
+def resolve_config(config: ExperimentConfig, prepared: PreparedData, model_dir: str) -> ExperimentConfig:
+    """Fills the vocabulary from the data and records the configuration in `model_dir/config.json`.
+
+    Raises:
+        ValueError: when `model_dir` holds a run with a different configuration.
+    """
+    config.model.vocab_size = int(prepared.metadata["vocab_size"])
+    config.model.max_len = config.data.max_len
+    path = os.path.join(model_dir, "config.json")
+    if os.path.isfile(path):
+        with open(path) as handle:
+            earlier = json.load(handle)
+        if earlier != config.to_dict():
+            raise ValueError(f"{model_dir} holds a run with another configuration; use a new --model_dir")
+    else:
+        write_json_atomic(path, config.to_dict())
+    return config
+
+
+class CheckpointAndValidate(keras.callbacks.Callback):
+    """After every epoch (an evaluation interval): validate, keep the best, write the resume point.
+
+    Args:
+        model_dir: the run's folder.
+        validate: a function of the model returning {protocol: {metric: value}}, or None.
+        patience: stop after this many validations without improvement (None: never).
+        state: the restored state (epoch, best) or a fresh one.
+    """
+
+    def __init__(self, model_dir: str, validate, patience: int | None, state: dict):
+        super().__init__()
+        self.directory = os.path.join(model_dir, "checkpoints")
+        self.validate = validate
+        self.patience = patience
+        self.state = state
+        self.writer = tf.summary.create_file_writer(os.path.join(model_dir, "validation"))
+        self.curve_path = os.path.join(model_dir, "validation.json")
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if self.validate is not None:
+            results = self.validate(self.model)
+            with self.writer.as_default(step=step):
+                for protocol, values in results.items():
+                    for name, value in values.items():
+                        tf.summary.scalar(f"{protocol}/{name}", value)
+            self.state["curve"].append({"step": step, **{f"{p}/{m}": v for p, r in results.items()
+                                                        for m, v in r.items()}})
+            score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
+            print(f"\nvalidation at step {step}:\n{format_table(results)}")
+            if self.state["best"] is None or score > self.state["best"]:
+                self.state.update(best=score, best_step=step, since_best=0)
+                self._save_weights("best.weights.h5")
+            else:
+                self.state["since_best"] += 1
+                if self.patience is not None and self.state["since_best"] >= self.patience:
+                    self.model.stop_training = True
+            write_json_atomic(self.curve_path, self.state["curve"])
+        self._save_weights("latest.weights.h5")
+        self.state["epoch"] = epoch + 1
+        write_json_atomic(os.path.join(self.directory, "state.json"), self.state)
+
+    def _save_weights(self, name: str) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        temporary = os.path.join(self.directory, f"tmp-{name}")
+        self.model.save_weights(temporary)
+        os.replace(temporary, os.path.join(self.directory, name))
+
+
+def load_state(model_dir: str) -> dict:
+    path = os.path.join(model_dir, "checkpoints", "state.json")
+    if os.path.isfile(path):
+        with open(path) as handle:
+            return json.load(handle)
+    return {"epoch": 0, "best": None, "best_step": None, "since_best": 0, "curve": []}
+
+
+def make_strategy(name: str) -> tf.distribute.Strategy:
+    """"default", "mirrored" (all local devices) or "multi_worker" (TF_CONFIG)."""
+    strategies = {"default": tf.distribute.get_strategy, "mirrored": tf.distribute.MirroredStrategy,
+                  "multi_worker": tf.distribute.MultiWorkerMirroredStrategy}
+    if name not in strategies:
+        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(strategies)}")
+    return strategies[name]()
+
+
+def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str | None = None,
+                       source_file: str | None = None, strategy: str = "default", eval_every: int = 1000,
+                       patience: int | None = None, verbose: int = 1) -> dict:
+    """Runs the main job and returns the test metrics {protocol: {metric: value}}.
+
+    Re-running the same command in the same `model_dir` continues from the last checkpoint; with the
+    same seed the data stream continues where it stopped, so the result equals an uninterrupted run.
+    """
+    os.makedirs(model_dir, exist_ok=True)
+    prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
+    config = resolve_config(config, prepared, model_dir)
+    sequences, candidates = prepared.sequences(), prepared.candidates()
+    steps_per_epoch = max(1, min(eval_every, config.train.train_steps))
+    epochs = math.ceil(config.train.train_steps / steps_per_epoch)
+    state = load_state(model_dir)
+    keras.utils.set_random_seed(config.data.seed)
+
+    with make_strategy(strategy).scope():
+        model = BERT4Rec(config.model, packed=True)
+        model.build()
+        model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
+        if state["epoch"]:
+            model.optimizer.build(model.trainable_variables)
+            model.load_weights(os.path.join(model_dir, "checkpoints", "latest.weights.h5"))
+
+    consumed = state["epoch"] * steps_per_epoch * config.train.batch_size
+    if config.train.dynamic_masking:
+        windows = make_windows(training_sequences(sequences, config.data.split),
+                               np.arange(1, sequences.num_users + 1), config.data.max_len,
+                               config.data.prop_sliding_window)
+        dataset = dynamic_training_dataset(windows, config.data, prepared.num_items,
+                                           batch_size=config.train.batch_size, start=consumed)
+    else:
+        dataset = static_training_dataset(prepared.train_files, config.data, batch_size=config.train.batch_size)
+        dataset = dataset.skip(state["epoch"] * steps_per_epoch)
+
+    validate = None
+    if config.data.split == "valid":
+        def validate(m):
+            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=("pop",))
+
+    callbacks = [
+        CheckpointAndValidate(model_dir, validate, patience, state),
+        keras.callbacks.TensorBoard(log_dir=model_dir, update_freq=100, write_graph=False),
+    ]
+    if state["epoch"] < epochs:
+        model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=state["epoch"],
+                  callbacks=callbacks, verbose=verbose)
+
+    best = os.path.join(model_dir, "checkpoints", "best.weights.h5")
+    if validate is not None and os.path.isfile(best):
+        model.load_weights(best)
+    results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
+    write_json_atomic(os.path.join(model_dir, "results.json"),
+                      {"test": results, "best_step": load_state(model_dir)["best_step"],
+                       "config": config.to_dict(), "data": prepared.directory})
+    model.save(os.path.join(model_dir, "model.keras"))
+    return results

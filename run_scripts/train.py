@@ -1,0 +1,59 @@
+"""The main job: prepares the data if missing, trains, validates, tests once and exports.
+
+    python run_scripts/train.py --dataset beauty
+    python run_scripts/train.py --dataset ml-1m --source_file ml-1m.txt.gz --model_dir runs/ml1m \
+        --train_steps 20000 --batch_size 128 --learning_rate 1e-3
+Re-running the same command continues from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags
+
+flags.DEFINE_string("dataset", None, "Data set name: ml-1m, ml-20m, beauty, steam, video-games, beauty-5core, custom.")
+flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>).")
+flags.DEFINE_string("data_dir", None, "Cache root for downloads and prepared data.")
+flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
+flags.DEFINE_integer("seed", None, "Seed of the data and the initialisation (default: the preset's).")
+flags.DEFINE_multi_string("config", [], "Override any preset field, e.g. --config model.num_layers=3.")
+flags.DEFINE_integer("train_steps", None, "Override train.train_steps.")
+flags.DEFINE_integer("batch_size", None, "Override train.batch_size.")
+flags.DEFINE_float("learning_rate", None, "Override train.learning_rate.")
+flags.DEFINE_integer("max_len", None, "Override the sequence length (data and model).")
+flags.DEFINE_integer("hidden_size", None, "Override model.hidden_size.")
+flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
+flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
+flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
+flags.mark_flag_as_required("dataset")
+FLAGS = flags.FLAGS
+
+
+def main(argv: list[str]) -> int:
+    del argv
+    from bert4rec_tf import cli
+
+    return cli.guarded(_run)
+
+
+def _run() -> None:
+    from bert4rec_tf import cli
+    from bert4rec_tf.evaluation.evaluator import format_table
+    from bert4rec_tf.training.trainer import train_and_evaluate
+
+    overrides = list(FLAGS.config)
+    for name in ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size"):
+        if getattr(FLAGS, name) is not None:
+            overrides.append(f"{name}={getattr(FLAGS, name)}")
+    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed)
+    model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset)
+    results = train_and_evaluate(config, model_dir, FLAGS.data_dir, FLAGS.source_file, FLAGS.strategy,
+                                 FLAGS.eval_every, FLAGS.patience)
+    print(f"test metrics (best validation checkpoint):\n{format_table(results)}")
+    print(f"run folder: {model_dir} (config.json, results.json, model.keras, checkpoints/, TensorBoard logs)")
+
+
+if __name__ == "__main__":
+    sys.exit(app.run(main))
