@@ -142,16 +142,23 @@ def test_static_files_hold_dupe_copies_and_one_mask_last_per_window(tmp_path):
         original[record["masked_lm_positions"][real]] = record["masked_lm_ids"][real]
         per_window[(int(record["info"][0]), tuple(original))].append(record)
     assert len(per_window) == len(windows)
+    checked_multi = 0
     for (user, tokens), group in per_window.items():
         length = int(np.count_nonzero(tokens))
         assert len(group) == config.dupe_factor + 1
-        last_only = [r for r in group if r["masked_lm_weights"].sum() == 1
-                     and r["masked_lm_positions"][0] == length - 1]
+        counts = collections.Counter(int(r["masked_lm_weights"].sum()) for r in group)
         expected_k = min(3, max(1, round(length * 0.4)))
-        assert len(last_only) >= 1
-        assert sum(r["masked_lm_weights"].sum() == expected_k for r in group) >= config.dupe_factor
+        if expected_k == 1:
+            assert counts == {1: config.dupe_factor + 1}
+        else:  # the mask-last instance is the only one with a single mask, and it is the last item
+            assert counts == {expected_k: config.dupe_factor, 1: 1}
+            (last,) = [r for r in group if r["masked_lm_weights"].sum() == 1]
+            assert last["masked_lm_positions"][0] == length - 1
+            assert last["input_ids"][length - 1] == MASK
+        checked_multi += expected_k > 1
         for r in group:
             assert r["input_mask"].tolist() == [1] * length + [0] * (6 - length)
+    assert checked_multi >= 3
 
 
 def digests(directory):
