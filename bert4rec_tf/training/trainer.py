@@ -20,6 +20,7 @@ import os
 import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.instances import make_windows
@@ -44,6 +45,9 @@ def write_json_atomic(path: str, value) -> None:
 def resolve_config(config: ExperimentConfig, prepared: PreparedData, model_dir: str) -> ExperimentConfig:
     """Fills the vocabulary from the data and records the configuration in `model_dir/config.json`.
 
+    Only `train.train_steps` may change between runs in one folder: raising it continues the run for
+    longer (the learning rate then decays to zero at the new last step).
+
     Raises:
         ValueError: when `model_dir` holds a run with a different configuration.
     """
@@ -53,10 +57,13 @@ def resolve_config(config: ExperimentConfig, prepared: PreparedData, model_dir: 
     if os.path.isfile(path):
         with open(path) as handle:
             earlier = json.load(handle)
+        earlier["train"]["train_steps"] = config.train.train_steps
         if earlier != config.to_dict():
-            raise ValueError(f"{model_dir} holds a run with another configuration; use a new --model_dir")
-    else:
-        write_json_atomic(path, config.to_dict())
+            changed = sorted(f"{section}.{key}" for section, values in config.to_dict().items()
+                             for key, value in values.items() if earlier[section].get(key) != value)
+            raise ValueError(f"{model_dir} holds a run with another configuration ({', '.join(changed)} "
+                             "differ); use a new --model_dir")
+    write_json_atomic(path, config.to_dict())
     return config
 
 
@@ -101,6 +108,7 @@ class CheckpointAndValidate(keras.callbacks.Callback):
             write_json_atomic(self.curve_path, self.state["curve"])
         self._save_weights("latest.weights.h5")
         self.state["epoch"] = epoch + 1
+        self.state["seed_states"] = [ops.convert_to_numpy(g.state).tolist() for g in seed_generators(self.model)]
         write_json_atomic(os.path.join(self.directory, "state.json"), self.state)
 
     def _save_weights(self, name: str) -> None:
@@ -108,6 +116,15 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         temporary = os.path.join(self.directory, f"tmp-{name}")
         self.model.save_weights(temporary)
         os.replace(temporary, os.path.join(self.directory, name))
+
+
+def seed_generators(model: keras.Model) -> list:
+    """The model's random seed generators (dropout), in a fixed order.
+
+    Keras keeps their states out of the saved weights; the checkpoint stores them so that a resumed
+    run draws the same dropout masks as an uninterrupted one.
+    """
+    return [generator for layer in model._flatten_layers() for generator in layer._seed_generators]
 
 
 def load_state(model_dir: str) -> dict:
@@ -151,6 +168,8 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         if state["epoch"]:
             model.optimizer.build(model.trainable_variables)
             model.load_weights(os.path.join(model_dir, "checkpoints", "latest.weights.h5"))
+            for generator, value in zip(seed_generators(model), state["seed_states"], strict=True):
+                generator.state.assign(np.asarray(value, dtype=generator.state.dtype))
 
     consumed = state["epoch"] * steps_per_epoch * config.train.batch_size
     if config.train.dynamic_masking:
@@ -166,7 +185,7 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     validate = None
     if config.data.split == "valid":
         def validate(m):
-            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=("pop",))
+            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=("pop", "full"))
 
     callbacks = [
         CheckpointAndValidate(model_dir, validate, patience, state),

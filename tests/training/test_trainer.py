@@ -1,0 +1,76 @@
+"""The main job on tiny data: outputs, resume after SIGKILL, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import REPO, toy_sequences, write_pairs
+
+TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
+        "--config", "model.num_heads=2", "--config", "model.intermediate_size=16", "--config", "model.num_layers=1",
+        "--batch_size", "4", "--learning_rate", "1e-3", "--eval_every", "5"]
+
+
+def command(toy_file, data_dir, model_dir, steps=30):
+    return [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty",
+            "--source_file", toy_file, "--data_dir", data_dir, "--model_dir", model_dir,
+            "--train_steps", str(steps), *TINY]
+
+
+@pytest.fixture(scope="module")
+def toy_file(tmp_path_factory):
+    return write_pairs(str(tmp_path_factory.mktemp("src") / "toy.txt"), toy_sequences())
+
+
+def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, tmp_path):
+    data_dir = str(tmp_path / "data")
+    whole = subprocess.run(command(toy_file, data_dir, str(tmp_path / "whole")), capture_output=True, text=True,
+                           timeout=600)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    model_dir = str(tmp_path / "cut")
+    state = os.path.join(model_dir, "checkpoints", "state.json")
+    process = subprocess.Popen(command(toy_file, data_dir, model_dir), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+        if os.path.isfile(state):
+            with open(state) as handle:
+                if json.load(handle)["epoch"] >= 2:
+                    break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL
+    with open(state) as handle:
+        stopped_at = json.load(handle)["epoch"]
+    assert 2 <= stopped_at < 6 and not os.path.isfile(os.path.join(model_dir, "results.json"))
+    resumed = subprocess.run(command(toy_file, data_dir, model_dir), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    results = [json.load(open(os.path.join(d, "results.json"))) for d in (str(tmp_path / "whole"), model_dir)]
+    assert results[0]["test"] == results[1]["test"]
+    assert results[0]["best_step"] == results[1]["best_step"]
+    curves = [json.load(open(os.path.join(d, "validation.json"))) for d in (str(tmp_path / "whole"), model_dir)]
+    assert curves[0] == curves[1] and len(curves[0]) == 6
+    for name in ("config.json", "model.keras", "validation.json"):
+        assert os.path.isfile(os.path.join(model_dir, name))
+    assert os.path.isdir(os.path.join(model_dir, "train")) and os.path.isdir(os.path.join(model_dir, "validation"))
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--dataset", "nope"], "unknown dataset 'nope'"),
+    (["--dataset", "beauty", "--source_file", "/nonexistent/file.txt"], "/nonexistent/file.txt: no such file"),
+    (["--dataset", "beauty", "--config", "model.layers=3"], "unknown configuration key 'model.layers'"),
+])
+def test_bad_input_is_a_one_line_error(tmp_path, args, needle):
+    result = subprocess.run([sys.executable, os.path.join(REPO, "run_scripts", "train.py"), *args,
+                             "--model_dir", str(tmp_path / "m"), "--data_dir", str(tmp_path / "d")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and needle in errors[0], result.stderr[-2000:]
