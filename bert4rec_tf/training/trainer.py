@@ -8,6 +8,7 @@ Model directory layout:
     validation.json             the validation curve
     results.json                test metrics of the best checkpoint
     model.keras                 the exported model
+    export/                     the serving SavedModel and vocab.txt (raw id <TAB> model id)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from bert4rec_tf.data.pipeline import dynamic_training_dataset, static_training_
 from bert4rec_tf.data.prepare import PreparedData, prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.evaluator import evaluate, format_table
+from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.models import BERT4Rec
 from bert4rec_tf.training.optimization import make_optimizer
 
@@ -203,4 +205,5 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
                       {"test": results, "best_step": load_state(model_dir)["best_step"],
                        "config": config.to_dict(), "data": prepared.directory})
     model.save(os.path.join(model_dir, "model.keras"))
+    export_saved_model(model, sequences.item_ids, config.data.max_len, os.path.join(model_dir, "export"))
     return results

@@ -1,0 +1,1 @@
+"""Export: the Keras model file, a serving SavedModel with raw-id signatures, the vocabulary."""
