@@ -2,6 +2,7 @@
 
 Model directory layout:
     config.json                 the resolved configuration
+    run.json                    where the prepared data is
     checkpoints/latest.weights.h5, checkpoints/state.json   resume point (written atomically)
     checkpoints/best.weights.h5 the best validation checkpoint
     train/, validation/         TensorBoard logs
@@ -26,7 +27,7 @@ from keras import ops
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.instances import make_windows
 from bert4rec_tf.data.pipeline import dynamic_training_dataset, static_training_dataset
-from bert4rec_tf.data.prepare import PreparedData, prepare
+from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.evaluator import evaluate, format_table
 from bert4rec_tf.export.saved_model import export_saved_model
@@ -157,6 +158,7 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     os.makedirs(model_dir, exist_ok=True)
     prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
     config = resolve_config(config, prepared, model_dir)
+    write_json_atomic(os.path.join(model_dir, "run.json"), {"data_directory": prepared.directory})
     sequences, candidates = prepared.sequences(), prepared.candidates()
     steps_per_epoch = max(1, min(eval_every, config.train.train_steps))
     epochs = math.ceil(config.train.train_steps / steps_per_epoch)
@@ -206,4 +208,27 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
                        "config": config.to_dict(), "data": prepared.directory})
     model.save(os.path.join(model_dir, "model.keras"))
     export_saved_model(model, sequences.item_ids, config.data.max_len, os.path.join(model_dir, "export"))
+    return results
+
+
+def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256) -> dict:
+    """Evaluates `model_dir/model.keras` on its prepared data and writes `evaluation.json`.
+
+    Raises:
+        FileNotFoundError: when the folder holds no finished run.
+    """
+    paths = {name: os.path.join(model_dir, name) for name in ("model.keras", "config.json", "run.json")}
+    missing = [name for name, path in paths.items() if not os.path.isfile(path)]
+    if missing:
+        raise FileNotFoundError(f"{model_dir} holds no finished run (missing {', '.join(missing)})")
+    with open(paths["run.json"]) as handle:
+        prepared = load_prepared(json.load(handle)["data_directory"])
+    if prepared is None:
+        raise FileNotFoundError(f"the prepared data of {model_dir} is missing; run train.py again to rebuild it")
+    with open(paths["config.json"]) as handle:
+        config = ExperimentConfig.from_dict(json.load(handle))
+    model = keras.saving.load_model(paths["model.keras"], safe_mode=True)
+    results = evaluate(model, prepared.sequences(), stage, config.data.max_len, prepared.candidates(),
+                       batch_size=batch_size, progress=True)
+    write_json_atomic(os.path.join(model_dir, "evaluation.json"), {stage: results})
     return results

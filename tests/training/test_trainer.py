@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,11 +30,18 @@ def toy_file(tmp_path_factory):
     return write_pairs(str(tmp_path_factory.mktemp("src") / "toy.txt"), toy_sequences())
 
 
-def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, tmp_path):
-    data_dir = str(tmp_path / "data")
-    whole = subprocess.run(command(toy_file, data_dir, str(tmp_path / "whole")), capture_output=True, text=True,
-                           timeout=600)
+@pytest.fixture(scope="module")
+def finished_run(toy_file, tmp_path_factory):
+    """An uninterrupted run: (data_dir, model_dir, stdout)."""
+    root = tmp_path_factory.mktemp("runs")
+    data_dir, model_dir = str(root / "data"), str(root / "whole")
+    whole = subprocess.run(command(toy_file, data_dir, model_dir), capture_output=True, text=True, timeout=600)
     assert whole.returncode == 0, whole.stderr[-3000:]
+    return data_dir, model_dir, whole.stdout
+
+
+def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, finished_run, tmp_path):
+    data_dir, whole_dir, _ = finished_run
     model_dir = str(tmp_path / "cut")
     state = os.path.join(model_dir, "checkpoints", "state.json")
     process = subprocess.Popen(command(toy_file, data_dir, model_dir), stdout=subprocess.DEVNULL,
@@ -52,10 +60,10 @@ def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, tmp_path
     assert 2 <= stopped_at < 6 and not os.path.isfile(os.path.join(model_dir, "results.json"))
     resumed = subprocess.run(command(toy_file, data_dir, model_dir), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    results = [json.load(open(os.path.join(d, "results.json"))) for d in (str(tmp_path / "whole"), model_dir)]
+    results = [json.load(open(os.path.join(d, "results.json"))) for d in (whole_dir, model_dir)]
     assert results[0]["test"] == results[1]["test"]
     assert results[0]["best_step"] == results[1]["best_step"]
-    curves = [json.load(open(os.path.join(d, "validation.json"))) for d in (str(tmp_path / "whole"), model_dir)]
+    curves = [json.load(open(os.path.join(d, "validation.json"))) for d in (whole_dir, model_dir)]
     assert curves[0] == curves[1] and len(curves[0]) == 6
     for name in ("config.json", "model.keras", "validation.json"):
         assert os.path.isfile(os.path.join(model_dir, name))
@@ -74,3 +82,25 @@ def test_bad_input_is_a_one_line_error(tmp_path, args, needle):
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and needle in errors[0], result.stderr[-2000:]
+
+
+def test_evaluate_and_recommend_commands_read_the_finished_run(finished_run):
+    _, model_dir, stdout = finished_run
+    assert "test metrics (best validation checkpoint):" in stdout
+    result = subprocess.run([sys.executable, os.path.join(REPO, "run_scripts", "evaluate.py"), "--model_dir",
+                             model_dir], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(os.path.join(model_dir, "results.json")) as handle:
+        trained = json.load(handle)["test"]
+    with open(os.path.join(model_dir, "evaluation.json")) as handle:
+        evaluated = json.load(handle)["test"]
+    for protocol in ("pop", "uniform", "full"):
+        for name, value in trained[protocol].items():
+            assert evaluated[protocol][name] == pytest.approx(value, abs=1e-6)
+    history = " ".join(toy_sequences()["1"][:5])
+    result = subprocess.run([sys.executable, os.path.join(REPO, "run_scripts", "recommend.py"), "--model_dir",
+                             model_dir, "--history", history], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if re.match(r"^\s*\d+\. ", line)]
+    assert len(lines) == 10 and lines[0].strip().startswith("1.")
+    assert not {line.split()[1] for line in lines} & set(history.split())
