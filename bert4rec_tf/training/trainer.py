@@ -26,15 +26,18 @@ from keras import ops
 
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.instances import make_windows
-from bert4rec_tf.data.pipeline import dynamic_training_dataset, static_training_dataset
+from bert4rec_tf.data.pipeline import dynamic_training_dataset, evaluation_features, static_training_dataset
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
+from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.evaluator import evaluate, format_table
 from bert4rec_tf.export.saved_model import export_saved_model
-from bert4rec_tf.models import BERT4Rec
+from bert4rec_tf.training.instrumented import InstrumentedBERT4Rec
 from bert4rec_tf.training.optimization import make_optimizer
 
 SELECTION_METRIC = ("pop", "NDCG@10")
+ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
+ATTENTION_USERS = 512
 
 
 def write_json_atomic(path: str, value) -> None:
@@ -70,6 +73,24 @@ def resolve_config(config: ExperimentConfig, prepared: PreparedData, model_dir: 
     return config
 
 
+class TrainSummaries(keras.callbacks.Callback):
+    """Writes loss, gradient norm and learning rate to `model_dir/train` every `every` steps."""
+
+    def __init__(self, model_dir: str, every: int = 100):
+        super().__init__()
+        self.every = every
+        self.writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if logs and step % self.every == 0:
+            with self.writer.as_default(step=step), tf.summary.record_if(True):
+                for name in ("loss", "grad_norm", "learning_rate"):
+                    if name in logs:
+                        tf.summary.scalar(name, float(logs[name]))
+            self.writer.flush()
+
+
 class CheckpointAndValidate(keras.callbacks.Callback):
     """After every epoch (an evaluation interval): validate, keep the best, write the resume point.
 
@@ -78,10 +99,14 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         validate: a function of the model returning {protocol: {metric: value}}, or None.
         patience: stop after this many validations without improvement (None: never).
         state: the restored state (epoch, best) or a fresh one.
+        attention_inputs: validation inputs whose average attention over the last 10 positions is
+            logged as heat-map images, per layer and head.
     """
 
-    def __init__(self, model_dir: str, validate, patience: int | None, state: dict):
+    def __init__(self, model_dir: str, validate, patience: int | None, state: dict,
+                 attention_inputs: dict[str, np.ndarray] | None = None):
         super().__init__()
+        self.attention_inputs = attention_inputs
         self.directory = os.path.join(model_dir, "checkpoints")
         self.validate = validate
         self.patience = patience
@@ -93,7 +118,7 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         step = int(self.model.optimizer.iterations.numpy())
         if self.validate is not None:
             results = self.validate(self.model)
-            with self.writer.as_default(step=step):
+            with self.writer.as_default(step=step), tf.summary.record_if(True):
                 for protocol, values in results.items():
                     for name, value in values.items():
                         tf.summary.scalar(f"{protocol}/{name}", value)
@@ -109,10 +134,24 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                 if self.patience is not None and self.state["since_best"] >= self.patience:
                     self.model.stop_training = True
             write_json_atomic(self.curve_path, self.state["curve"])
+            self._log_attention(step)
         self._save_weights("latest.weights.h5")
         self.state["epoch"] = epoch + 1
         self.state["seed_states"] = [ops.convert_to_numpy(g.state).tolist() for g in seed_generators(self.model)]
         write_json_atomic(os.path.join(self.directory, "state.json"), self.state)
+
+    def _log_attention(self, step: int) -> None:
+        if self.attention_inputs is None:
+            return
+        try:
+            maps = average_last_attention(self.model, self.attention_inputs, last=ATTENTION_WINDOW)
+        except ValueError:  # no validation sequence is that long
+            return
+        with self.writer.as_default(step=step), tf.summary.record_if(True):
+            for layer, heads in enumerate(maps):
+                for head, matrix in enumerate(heads):
+                    tf.summary.image(f"attention/layer_{layer}/head_{head}", heatmap_image(matrix))
+        self.writer.flush()
 
     def _save_weights(self, name: str) -> None:
         os.makedirs(self.directory, exist_ok=True)
@@ -166,7 +205,7 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     keras.utils.set_random_seed(config.data.seed)
 
     with make_strategy(strategy).scope():
-        model = BERT4Rec(config.model, packed=True)
+        model = InstrumentedBERT4Rec(config.model, packed=True)
         model.build()
         model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
         if state["epoch"]:
@@ -191,9 +230,13 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         def validate(m):
             return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=("pop", "full"))
 
+    attention_inputs = None
+    if validate is not None:
+        inputs = evaluation_features(sequences, "valid", config.data.max_len)
+        attention_inputs = {name: inputs[name][:ATTENTION_USERS] for name in ("input_ids", "input_mask")}
     callbacks = [
-        CheckpointAndValidate(model_dir, validate, patience, state),
-        keras.callbacks.TensorBoard(log_dir=model_dir, update_freq=100, write_graph=False),
+        CheckpointAndValidate(model_dir, validate, patience, state, attention_inputs),
+        TrainSummaries(model_dir, every=min(100, steps_per_epoch)),
     ]
     if state["epoch"] < epochs:
         model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=state["epoch"],
@@ -206,8 +249,9 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     write_json_atomic(os.path.join(model_dir, "results.json"),
                       {"test": results, "best_step": load_state(model_dir)["best_step"],
                        "config": config.to_dict(), "data": prepared.directory})
-    model.save(os.path.join(model_dir, "model.keras"))
-    export_saved_model(model, sequences.item_ids, config.data.max_len, os.path.join(model_dir, "export"))
+    plain = model.plain()
+    plain.save(os.path.join(model_dir, "model.keras"))
+    export_saved_model(plain, sequences.item_ids, config.data.max_len, os.path.join(model_dir, "export"))
     return results
 
 

@@ -104,3 +104,24 @@ def test_evaluate_and_recommend_commands_read_the_finished_run(finished_run):
     lines = [line for line in result.stdout.splitlines() if re.match(r"^\s*\d+\. ", line)]
     assert len(lines) == 10 and lines[0].strip().startswith("1.")
     assert not {line.split()[1] for line in lines} & set(history.split())
+
+
+def event_tags(directory: str) -> set[str]:
+    """The summary tags written into the TensorBoard event files of `directory`."""
+    import tensorflow as tf
+
+    tags = set()
+    for name in os.listdir(directory):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+            tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
+def test_tensorboard_logs_training_validation_and_attention(finished_run):
+    _, model_dir, stdout = finished_run
+    train = event_tags(os.path.join(model_dir, "train"))
+    assert {"loss", "grad_norm", "learning_rate"} <= train, train
+    validation = event_tags(os.path.join(model_dir, "validation"))
+    assert {"pop/HR@10", "pop/NDCG@10", "full/Recall@20", "full/MRR"} <= validation, validation
+    assert {"attention/layer_0/head_0", "attention/layer_0/head_1"} <= validation, validation
+    assert "grad_norm" in stdout and "learning_rate" in stdout

@@ -1,0 +1,51 @@
+"""Average attention over the last positions of each sequence, as in the paper's heat-map figure."""
+
+from __future__ import annotations
+
+import numpy as np
+from keras import ops
+
+# Dark blue -> teal -> yellow, interpolated for the heat maps.
+_COLORS = np.array([[0.13, 0.11, 0.42], [0.13, 0.57, 0.55], [0.99, 0.91, 0.15]], dtype=np.float32)
+
+
+def average_last_attention(model, features: dict[str, np.ndarray], last: int = 10) -> np.ndarray:
+    """Attention among each sequence's last `last` positions (the [MASK] included), averaged over users.
+
+    Args:
+        model: a model with `encode(features, return_attention_scores=True)`.
+        features: `input_ids` and `input_mask` [batch, max_len], right-padded, e.g. validation inputs.
+        last: the window, ending at each sequence's last real position; shorter sequences are skipped.
+
+    Returns:
+        float32 [num_layers, num_heads, last, last]: row i is how position i of the window attends to
+        the window's positions (rows sum to at most 1: attention outside the window is left out).
+
+    Raises:
+        ValueError: when no sequence has `last` positions.
+    """
+    lengths = np.asarray(features["input_mask"]).sum(axis=1)
+    keep = lengths >= last
+    if not keep.any():
+        raise ValueError(f"no sequence has {last} positions")
+    subset = {name: np.asarray(features[name])[keep] for name in ("input_ids", "input_mask")}
+    _, scores = model.encode(subset, training=False, return_attention_scores=True)
+    ends = lengths[keep]
+    window = ends[:, None] - last + np.arange(last)[None, :]  # [users, last]
+    out = []
+    for layer_scores in scores:
+        probs = ops.convert_to_numpy(layer_scores)  # [users, heads, n, n]
+        rows = np.take_along_axis(probs, window[:, None, :, None], axis=2)  # [users, heads, last, n]
+        block = np.take_along_axis(rows, window[:, None, None, :], axis=3)  # [users, heads, last, last]
+        out.append(block.mean(axis=0))
+    return np.stack(out).astype(np.float32)
+
+
+def heatmap_image(matrix: np.ndarray, cell: int = 16) -> np.ndarray:
+    """A [1, rows * cell, cols * cell, 3] float image in [0, 1] of `matrix` scaled to its maximum."""
+    scaled = matrix / max(float(matrix.max()), 1e-12)
+    position = scaled * (len(_COLORS) - 1)
+    low = np.clip(np.floor(position).astype(int), 0, len(_COLORS) - 2)
+    fraction = (position - low)[..., None]
+    rgb = _COLORS[low] * (1 - fraction) + _COLORS[low + 1] * fraction  # [rows, cols, 3]
+    return np.kron(rgb, np.ones((cell, cell, 1), dtype=np.float32))[None].astype(np.float32)
