@@ -27,6 +27,8 @@ flags.DEFINE_integer("hidden_size", None, "Override model.hidden_size.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
 flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
+flags.DEFINE_integer("logical_cpus", None, "Split the CPU into this many logical devices (to try a strategy "
+                     "without GPUs).")
 flags.mark_flag_as_required("dataset")
 FLAGS = flags.FLAGS
 
@@ -41,7 +43,10 @@ def main(argv: list[str]) -> int:
 def _run() -> None:
     from bert4rec_tf import cli
     from bert4rec_tf.evaluation.evaluator import format_table
-    from bert4rec_tf.training.trainer import train_and_evaluate
+    from bert4rec_tf.training.trainer import split_cpu, train_and_evaluate
+
+    if FLAGS.logical_cpus:
+        split_cpu(FLAGS.logical_cpus)
 
     overrides = list(FLAGS.config)
     for name in ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size"):

@@ -122,8 +122,8 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                 for protocol, values in results.items():
                     for name, value in values.items():
                         tf.summary.scalar(f"{protocol}/{name}", value)
-            self.state["curve"].append({"step": step, **{f"{p}/{m}": v for p, r in results.items()
-                                                        for m, v in r.items()}})
+            self.state["curve"].append({"step": step, "loss": float((logs or {}).get("loss", math.nan)),
+                                        **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
             print(f"\nvalidation at step {step}:\n{format_table(results)}")
             if self.state["best"] is None or score > self.state["best"]:
@@ -178,12 +178,21 @@ def load_state(model_dir: str) -> dict:
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:
-    """"default", "mirrored" (all local devices) or "multi_worker" (TF_CONFIG)."""
-    strategies = {"default": tf.distribute.get_strategy, "mirrored": tf.distribute.MirroredStrategy,
-                  "multi_worker": tf.distribute.MultiWorkerMirroredStrategy}
-    if name not in strategies:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(strategies)}")
-    return strategies[name]()
+    """"default", "mirrored" (all local GPUs, else all logical CPUs) or "multi_worker" (TF_CONFIG)."""
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+        return tf.distribute.MirroredStrategy(devices=[device.name for device in devices])
+    if name == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    raise ValueError(f"unknown strategy {name!r}; known: default, mirrored, multi_worker")
+
+
+def split_cpu(devices: int) -> None:
+    """Splits the CPU into `devices` logical devices (to run a strategy on CPU); call before TF starts."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * devices)
 
 
 def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str | None = None,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from tests.conftest import REPO, toy_sequences, write_pairs
@@ -125,3 +126,23 @@ def test_tensorboard_logs_training_validation_and_attention(finished_run):
     assert {"pop/HR@10", "pop/NDCG@10", "full/Recall@20", "full/MRR"} <= validation, validation
     assert {"attention/layer_0/head_0", "attention/layer_0/head_1"} <= validation, validation
     assert "grad_norm" in stdout and "learning_rate" in stdout
+
+
+def test_mirrored_strategy_on_two_cpu_devices_follows_the_single_device_loss(toy_file, tmp_path):
+    curves = []
+    for strategy in ("default", "mirrored"):
+        model_dir = str(tmp_path / strategy)
+        args = command(toy_file, str(tmp_path / "data"), model_dir, steps=20) + [
+            "--strategy", strategy, "--logical_cpus", "2", "--config", "hidden_dropout=0",
+            "--config", "attention_dropout=0", "--learning_rate", "3e-2", "--config", "warmup_steps=2"]
+        result = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        if strategy == "mirrored":
+            assert "device:CPU:0', '/job:localhost/replica:0/task:0/device:CPU:1'" in result.stderr
+        with open(os.path.join(model_dir, "validation.json")) as handle:
+            curves.append([entry["loss"] for entry in json.load(handle)])
+    single, mirrored = np.array(curves[0]), np.array(curves[1])
+    assert len(single) == len(mirrored) == 4
+    assert single[-1] < single[0] - 0.15         # the curves move, so agreeing is not trivial
+    print("single-device loss", single, "mirrored loss", mirrored)
+    np.testing.assert_allclose(mirrored, single, rtol=0.05)  # replicas average per-half slot means
