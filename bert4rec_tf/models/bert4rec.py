@@ -9,19 +9,32 @@ from keras import ops
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead, TransformerBlock
-from bert4rec_tf.losses import masked_lm_loss
+from bert4rec_tf.models.losses import masked_lm_loss
 
 
-def real_slot_indices(masked_lm_weights):
+def real_slot_indices(masked_lm_weights, capacity: int | None = None):
     """Flat indices of the masked slots that hold a prediction (weight > 0).
 
     Args:
         masked_lm_weights: float [batch, P], 0 for padding slots.
+        capacity: None: exactly the real slots, a dynamic count. An int C <= batch * P: a static
+            count of C slots, the real ones first (in slot order) then padding slots (weight 0),
+            which XLA needs; real slots beyond the first C are left out.
 
     Returns:
-        int [num_real] indices into the row-major flattened [batch * P] slots, in order.
+        int [num_real] (or [capacity]) indices into the row-major flattened [batch * P] slots.
     """
-    return ops.nonzero(ops.reshape(masked_lm_weights, (-1,)) > 0)[0]
+    is_real = ops.cast(ops.reshape(masked_lm_weights, (-1,)) > 0, "int32")  # [batch * P]
+    if capacity is None:
+        return ops.nonzero(is_real)[0]
+    # Each slot's place in the packed order: real slots first, then padding, each in slot order.
+    # A scatter, not a sort: XLA on CPU runs sort-based compaction (top_k, argsort) ~15x slower.
+    place = ops.where(
+        is_real > 0, ops.cumsum(is_real) - 1, ops.sum(is_real) + ops.cumsum(1 - is_real) - 1
+    )
+    slots = ops.arange(ops.shape(is_real)[0], dtype="int32")
+    order = ops.scatter(ops.expand_dims(place, 1), slots, ops.shape(is_real))  # [batch * P]
+    return order[:capacity]
 
 
 def _flat_positions(positions, seq_len):
@@ -51,6 +64,11 @@ class BERT4Rec(keras.Model):
         packed: compute the head and logits only for real slots (weight > 0): `call` then returns
             [num_real, vocab_size] in row-major slot order instead of [batch, P, vocab_size]. The
             loss is the same; the work on the padding slots of P is skipped.
+        packed_capacity: with `packed`, a static number of slots per batch instead of the
+            dynamic count (needed under XLA, where dynamic shapes are very slow): `call` returns
+            [packed_capacity, vocab_size], real slots first, padding slots after with weight 0
+            in the loss. Must be at most batch * P and should cover every batch's real slots:
+            real slots beyond it are left out of the loss.
         **kwargs: passed to `keras.Model` (name, dtype, ...).
 
     Example:
@@ -60,7 +78,13 @@ class BERT4Rec(keras.Model):
         >>> scores = model.score_last(features)  # [batch, vocab_size]
     """
 
-    def __init__(self, config: ModelConfig | dict, packed: bool = False, **kwargs):
+    def __init__(
+        self,
+        config: ModelConfig | dict,
+        packed: bool = False,
+        packed_capacity: int | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = ModelConfig(**config)
@@ -68,6 +92,7 @@ class BERT4Rec(keras.Model):
             raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
         self.model_config = config
         self.packed = packed
+        self.packed_capacity = packed_capacity
         self.embedding = ItemEmbedding(
             vocab_size=config.vocab_size,
             hidden_size=config.hidden_size,
@@ -142,7 +167,8 @@ class BERT4Rec(keras.Model):
             training: enables dropout.
 
         Returns:
-            float32 [batch, P, vocab_size], or [num_real, vocab_size] when `packed`.
+            float32 [batch, P, vocab_size]; when `packed`, [num_real, vocab_size] or
+            [packed_capacity, vocab_size].
         """
         sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
         positions = ops.cast(features["masked_lm_positions"], "int32")
@@ -150,8 +176,8 @@ class BERT4Rec(keras.Model):
         if self.packed:
             flat_positions = ops.take(
                 ops.reshape(flat_positions, (-1,)),
-                real_slot_indices(features["masked_lm_weights"]),
-            )  # [num_real]
+                real_slot_indices(features["masked_lm_weights"], self.packed_capacity),
+            )  # [num_real] or [packed_capacity]
         return self._logits_at(sequence_output, flat_positions)
 
     def score_last(self, features: dict, training=None):
@@ -167,7 +193,8 @@ class BERT4Rec(keras.Model):
         """
         sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
         last = ops.sum(ops.cast(features["input_mask"], "int32"), axis=1) - 1  # [batch]
-        return self._logits_at(sequence_output, _flat_positions(last, ops.shape(sequence_output)[1]))
+        flat_last = _flat_positions(last, ops.shape(sequence_output)[1])  # [batch]
+        return self._logits_at(sequence_output, flat_last)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Weighted masked-item cross-entropy (see `masked_lm_loss`).
@@ -185,12 +212,16 @@ class BERT4Rec(keras.Model):
         labels = x["masked_lm_ids"] if y is None else y
         weights = x["masked_lm_weights"]
         if self.packed:
-            index = real_slot_indices(weights)
+            index = real_slot_indices(weights, self.packed_capacity)
             labels = ops.take(ops.reshape(labels, (-1,)), index)  # [num_real]
             weights = ops.take(ops.reshape(weights, (-1,)), index)  # [num_real]
         return masked_lm_loss(labels, y_pred, weights)
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(config=dataclasses.asdict(self.model_config), packed=self.packed)
+        config.update(
+            config=dataclasses.asdict(self.model_config),
+            packed=self.packed,
+            packed_capacity=self.packed_capacity,
+        )
         return config
