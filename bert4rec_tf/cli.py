@@ -6,8 +6,32 @@ import logging
 import sys
 from typing import Callable
 
+from absl import flags
+
 from bert4rec_tf.config import ExperimentConfig, preset
 from bert4rec_tf.data.errors import DataError
+
+
+def define_data_flags() -> None:
+    """The flags every data-reading command shares: data set, cache, source file, seed, overrides."""
+    flags.DEFINE_string("dataset", None, "Data set: ml-1m, ml-20m, beauty, steam, video-games, beauty-5core, custom.")
+    flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
+                        "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
+    flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
+    flags.DEFINE_integer("seed", None, "Seed of every random choice (default: the preset's).")
+    flags.DEFINE_multi_string("config", [], "Override a preset field, e.g. --config dupe_factor=5 "
+                              "--config model.num_layers=3.")
+    flags.mark_flag_as_required("dataset")
+
+
+def absl_main(run: Callable[[], None]) -> Callable[[list[str]], int]:
+    """An `absl.app.run` entry point that runs `run` through `guarded`."""
+
+    def main(argv: list[str]) -> int:
+        del argv
+        return guarded(run)
+
+    return main
 
 
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None) -> ExperimentConfig:

@@ -10,18 +10,13 @@ import sys
 
 from absl import app, flags
 
+from bert4rec_tf import cli
+
 flags.DEFINE_string("model_dir", None, "A folder written by run_scripts/train.py.")
 flags.DEFINE_enum("stage", "test", ["valid", "test"], "Which held-out item to rank.")
 flags.DEFINE_integer("batch_size", 256, "Users per forward pass.")
 flags.mark_flag_as_required("model_dir")
 FLAGS = flags.FLAGS
-
-
-def main(argv: list[str]) -> int:
-    del argv
-    from bert4rec_tf import cli
-
-    return cli.guarded(_run)
 
 
 def _run() -> None:
@@ -33,4 +28,4 @@ def _run() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(app.run(main))
+    sys.exit(app.run(cli.absl_main(_run)))

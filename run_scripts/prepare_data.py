@@ -10,27 +10,15 @@ import sys
 
 from absl import app, flags
 
-flags.DEFINE_string("dataset", None, "Data set name: ml-1m, ml-20m, beauty, steam, video-games, beauty-5core, custom.")
-flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
-                    "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
-flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
-flags.DEFINE_integer("seed", None, "Seed of every random choice (default: the preset's).")
+from bert4rec_tf import cli
+
+cli.define_data_flags()
 flags.DEFINE_bool("stats", False, "Only build the per-user data and print its statistics.")
-flags.DEFINE_multi_string("config", [], "Override a data setting, e.g. --config dupe_factor=5 --config split=original.")
 flags.DEFINE_integer("workers", 2, "TFRecord shards written in parallel (the files do not depend on it).")
-flags.mark_flag_as_required("dataset")
 FLAGS = flags.FLAGS
 
 
-def main(argv: list[str]) -> int:
-    del argv
-    from bert4rec_tf import cli
-
-    return cli.guarded(_run)
-
-
 def _run() -> None:
-    from bert4rec_tf import cli
     from bert4rec_tf.data import prepare as prepare_lib
 
     config = cli.experiment_config(FLAGS.dataset, FLAGS.config, FLAGS.seed)
@@ -53,4 +41,4 @@ def _run() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(app.run(main))
+    sys.exit(app.run(cli.absl_main(_run)))

@@ -15,6 +15,8 @@ import sys
 
 from absl import app, flags
 
+from bert4rec_tf import cli
+
 flags.DEFINE_string("model_dir", None, "A folder written by run_scripts/train.py (reads its export/).")
 flags.DEFINE_string("history", None, "Raw item ids, oldest first, separated by spaces.")
 flags.DEFINE_string("titles", None, "Optional movies.dat-style file giving a title per raw item id.")
@@ -28,13 +30,6 @@ def read_titles(path: str) -> dict[str, str]:
     with opener(path, "rt", encoding="iso-8859-1") as handle:
         return {fields[0]: fields[1] for fields in (line.rstrip("\n").split("::") for line in handle)
                 if len(fields) >= 2}
-
-
-def main(argv: list[str]) -> int:
-    del argv
-    from bert4rec_tf import cli
-
-    return cli.guarded(_run)
 
 
 def _run() -> None:
@@ -52,4 +47,4 @@ def _run() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(app.run(main))
+    sys.exit(app.run(cli.absl_main(_run)))

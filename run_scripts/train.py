@@ -13,12 +13,10 @@ import sys
 
 from absl import app, flags
 
-flags.DEFINE_string("dataset", None, "Data set name: ml-1m, ml-20m, beauty, steam, video-games, beauty-5core, custom.")
+from bert4rec_tf import cli
+
+cli.define_data_flags()
 flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>).")
-flags.DEFINE_string("data_dir", None, "Cache root for downloads and prepared data.")
-flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
-flags.DEFINE_integer("seed", None, "Seed of the data and the initialisation (default: the preset's).")
-flags.DEFINE_multi_string("config", [], "Override any preset field, e.g. --config model.num_layers=3.")
 flags.DEFINE_integer("train_steps", None, "Override train.train_steps.")
 flags.DEFINE_integer("batch_size", None, "Override train.batch_size.")
 flags.DEFINE_float("learning_rate", None, "Override train.learning_rate.")
@@ -29,19 +27,10 @@ flags.DEFINE_integer("patience", None, "Stop after this many validations without
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
 flags.DEFINE_integer("logical_cpus", None, "Split the CPU into this many logical devices (to try a strategy "
                      "without GPUs).")
-flags.mark_flag_as_required("dataset")
 FLAGS = flags.FLAGS
 
 
-def main(argv: list[str]) -> int:
-    del argv
-    from bert4rec_tf import cli
-
-    return cli.guarded(_run)
-
-
 def _run() -> None:
-    from bert4rec_tf import cli
     from bert4rec_tf.evaluation.evaluator import format_table
     from bert4rec_tf.training.trainer import split_cpu, train_and_evaluate
 
@@ -61,4 +50,4 @@ def _run() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(app.run(main))
+    sys.exit(app.run(cli.absl_main(_run)))
