@@ -10,6 +10,8 @@ import dataclasses
 import json
 from typing import Any
 
+from bert4rec_tf import constants
+
 
 @dataclasses.dataclass
 class DataConfig:
@@ -39,9 +41,9 @@ class DataConfig:
     dupe_factor: int = 10
     mask_prob: float = 1.0
     split: str = "valid"
-    num_negatives: int = 100
+    num_negatives: int = constants.NUM_EVAL_NEGATIVES
     num_shards: int = 4
-    seed: int = 12345
+    seed: int = constants.EVAL_SEED
 
 
 @dataclasses.dataclass
@@ -81,9 +83,9 @@ class TrainConfig:
     batch_size: int = 256
     learning_rate: float = 1e-4
     train_steps: int = 400_000
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    clip_norm: float = 5.0
+    warmup_steps: int = constants.WARMUP_STEPS
+    weight_decay: float = constants.WEIGHT_DECAY_RATE
+    clip_norm: float = constants.CLIP_NORM
     dynamic_masking: bool = False
 
 

@@ -88,12 +88,19 @@ def make_windows(sequences: list[np.ndarray], users: np.ndarray, max_len: int,
     return Windows(tokens=tokens, lengths=lengths, users=owners)
 
 
-def masking_function(config: DataConfig, num_items: int) -> Callable[..., dict[str, tf.Tensor]]:
-    """`masking.mask_window` with the configuration's constants bound."""
+def window_masker(windows: Windows, config: DataConfig, num_items: int) -> Callable[..., dict[str, tf.Tensor]]:
+    """`mask(window, seed, last_only)`: `masking.mask_window` applied to window number `window`.
 
-    def mask(tokens, length, user, seed, last_only):
+    The windows become constants of the returned function; the configuration's masking settings
+    are bound.
+    """
+    tokens = tf.constant(windows.tokens)
+    lengths = tf.constant(windows.lengths)
+    users = tf.constant(windows.users)
+
+    def mask(window, seed, last_only):
         return masking.mask_window(
-            tokens, length, user, seed, last_only,
+            tf.gather(tokens, window), tf.gather(lengths, window), tf.gather(users, window), seed, last_only,
             max_predictions=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
             mask_prob=config.mask_prob, mask_id=mask_id(num_items), num_items=num_items)
 
@@ -108,16 +115,12 @@ def static_instances(windows: Windows, config: DataConfig, num_items: int,
     mask-last instance.
     """
     copies = config.dupe_factor + 1
-    tokens = tf.constant(windows.tokens)
-    lengths = tf.constant(windows.lengths)
-    users = tf.constant(windows.users)
-    mask = masking_function(config, num_items)
+    mask = window_masker(windows, config, num_items)
 
     def make(instance):
         window, copy = instance // copies, instance % copies
         seed = masking.instance_seed(config.seed, _STATIC_STREAM, window, copy)
-        return mask(tf.gather(tokens, window), tf.gather(lengths, window), tf.gather(users, window),
-                    seed, tf.equal(copy, copies - 1))
+        return mask(window, seed, tf.equal(copy, copies - 1))
 
     return (tf.data.Dataset.from_tensor_slices(tf.constant(instance_ids, tf.int64))
             .map(make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))

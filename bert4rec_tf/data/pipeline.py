@@ -13,7 +13,7 @@ from bert4rec_tf.config import DataConfig
 from bert4rec_tf.constants import PAD_ID, mask_id
 from bert4rec_tf.data import masking
 from bert4rec_tf.data.candidates import sample_negatives
-from bert4rec_tf.data.instances import Windows, masking_function
+from bert4rec_tf.data.instances import Windows, window_masker
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
 
@@ -64,10 +64,7 @@ def dynamic_training_dataset(windows: Windows, config: DataConfig, num_items: in
         start: the first instance number (instances already consumed).
     """
     count = len(windows)
-    tokens = tf.constant(windows.tokens)
-    lengths = tf.constant(windows.lengths)
-    users = tf.constant(windows.users)
-    mask = masking_function(config, num_items)
+    mask = window_masker(windows, config, num_items)
     last_share = 1.0 / (config.dupe_factor + 1)
 
     def make(number):
@@ -77,8 +74,7 @@ def dynamic_training_dataset(windows: Windows, config: DataConfig, num_items: in
         seed = masking.instance_seed(config.seed, _DYNAMIC_STREAM, epoch, window)
         kind_seed = tf.random.experimental.stateless_fold_in(seed, -1)
         last_only = tf.random.stateless_uniform([], kind_seed) < last_share
-        return mask(tf.gather(tokens, window), tf.gather(lengths, window), tf.gather(users, window),
-                    seed, last_only)
+        return mask(window, seed, last_only)
 
     dataset = tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
         make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -121,15 +117,6 @@ def evaluation_features(sequences: UserSequences, stage: str, max_len: int) -> d
         "masked_lm_ids": targets[:, None],
         "masked_lm_weights": np.ones((num_users, 1), dtype=np.float32),
     }
-
-
-def evaluation_dataset(sequences: UserSequences, stage: str, max_len: int, batch_size: int,
-                       candidates: np.ndarray | None = None) -> tf.data.Dataset:
-    """`evaluation_features` batched, with per-user negatives [U, C] as `candidates` when given."""
-    features = evaluation_features(sequences, stage, max_len)
-    if candidates is not None:
-        features["candidates"] = candidates.astype(np.int64)
-    return tf.data.Dataset.from_tensor_slices(features).batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
 def sampled_candidates(sequences: UserSequences, config: DataConfig) -> dict[str, np.ndarray]:

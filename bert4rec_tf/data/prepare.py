@@ -77,11 +77,8 @@ class PreparedData:
         with np.load(os.path.join(self.directory, "candidates.npz"), allow_pickle=False) as arrays:
             return {name: arrays[name] for name in arrays.files}
 
-    def config(self) -> DataConfig:
-        return DataConfig(**self.metadata["config"])
 
-
-def source_identity(dataset: str, source_file: str | None) -> str:
+def source_identity(source_file: str | None) -> str:
     """"official" for the downloaded source, "file-<sha256 prefix>" for a local file."""
     if source_file is None:
         return "official"
@@ -130,7 +127,7 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
 
     get_spec(config.dataset)
     data_dir = data_dir or default_data_dir()
-    identity = source_identity(config.dataset, source_file)
+    identity = source_identity(source_file)
     directory = output_directory(config, data_dir, identity)
     prepared = load_prepared(directory)
     if prepared is not None:

@@ -136,6 +136,6 @@ def preprocess(
         item_ids=item_ids.astype(str),
         offsets=offsets,
         items=(item_rank + 1).astype(np.int32),
-        timestamps=interactions.timestamps[keep][order] if interactions.timestamps is not None else None,
+        timestamps=stamps[order] if interactions.timestamps is not None else None,
     )
     return sequences, report

@@ -256,7 +256,7 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         model.load_weights(best)
     results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
     write_json_atomic(os.path.join(model_dir, "results.json"),
-                      {"test": results, "best_step": load_state(model_dir)["best_step"],
+                      {"test": results, "best_step": state["best_step"],
                        "config": config.to_dict(), "data": prepared.directory})
     plain = model.plain()
     plain.save(os.path.join(model_dir, "model.keras"))
