@@ -11,6 +11,8 @@ from absl import flags
 from bert4rec_tf.config import ExperimentConfig, preset
 from bert4rec_tf.data.errors import DataError
 
+flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.")
+
 
 def define_data_flags() -> None:
     """The flags every data-reading command shares: data set, cache, source file, seed, overrides."""
@@ -38,7 +40,8 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
     """The preset of `dataset` with `key=value` overrides (and the seed) applied.
 
     Raises:
-        ValueError: for an unknown data set, a malformed override or an unknown key.
+        ValueError: for an unknown data set, a malformed override, an unknown key or a value out of
+            range.
     """
     config = preset(dataset)
     for override in overrides:
@@ -48,16 +51,25 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
         config.override(key.strip(), value)
     if seed is not None:
         config.override("data.seed", seed)
+    config.validate()
     return config
 
 
 def guarded(run: Callable[[], None]) -> int:
-    """Runs `run`; bad input ends in a one-line error on stderr and exit status 1."""
+    """Runs `run`; bad input or a fault ends in a one-line error on stderr and exit status 1.
+
+    Errors the package raises for bad input (`ValueError`, `DataError`) and operating-system errors
+    (missing, unreadable or damaged files) are shown as `error: <message>`; `--debug` shows the
+    traceback instead.
+    """
     logging.getLogger("bert4rec_tf").setLevel(logging.INFO)
     try:
         run()
-    except (DataError, ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (DataError, ValueError, OSError) as error:
+        if flags.FLAGS.is_parsed() and flags.FLAGS.debug:
+            raise
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"error: {message}", file=sys.stderr)
         return 1
     return 0
 

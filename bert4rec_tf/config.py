@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 
 from bert4rec_tf import constants
@@ -111,6 +112,49 @@ class ExperimentConfig:
                 config.override(f"{section}.{key}", value)
         return config
 
+    def validate(self) -> None:
+        """Checks every field's range before any work starts.
+
+        Raises:
+            ValueError: one line naming the flag (or `--config section.key`) and the value.
+        """
+        data, model, train = self.data, self.model, self.train
+        _require(data.max_len >= 2, "max_len", data.max_len, "at least 2 (history plus [MASK])")
+        _require(0.0 < data.masked_lm_prob <= 1.0, "masked_lm_prob", data.masked_lm_prob, "in (0, 1]")
+        _require(data.max_predictions_per_seq >= 1, "max_predictions_per_seq", data.max_predictions_per_seq,
+                 "at least 1")
+        _require(data.dupe_factor >= 0, "dupe_factor", data.dupe_factor, "at least 0")
+        _require(0.0 <= data.mask_prob <= 1.0, "mask_prob", data.mask_prob, "in [0, 1]")
+        _require(data.split in ("valid", "original"), "split", data.split, "'valid' or 'original'")
+        _require(data.num_negatives >= 1, "num_negatives", data.num_negatives, "at least 1")
+        _require(data.num_shards >= 1, "num_shards", data.num_shards, "at least 1")
+        if data.prop_sliding_window != -1:
+            _require(0.0 < data.prop_sliding_window <= 1.0, "prop_sliding_window", data.prop_sliding_window,
+                     "in (0, 1] or -1")
+            step = int(data.prop_sliding_window * data.max_len)
+            if step < 1:
+                raise ValueError(
+                    f"--max_len {data.max_len} is too short for the {data.dataset} preset's window step "
+                    f"(prop_sliding_window {data.prop_sliding_window} x {data.max_len} = {step} items): use "
+                    f"--max_len {math.ceil(1 / data.prop_sliding_window)} or more, or set "
+                    "--config prop_sliding_window")
+        _require(model.hidden_size >= 1, "hidden_size", model.hidden_size, "at least 1")
+        _require(model.num_layers >= 1, "num_layers", model.num_layers, "at least 1")
+        _require(model.num_heads >= 1 and model.hidden_size % model.num_heads == 0, "num_heads", model.num_heads,
+                 f"at least 1 and a divisor of hidden_size {model.hidden_size}")
+        _require(model.intermediate_size >= 1, "intermediate_size", model.intermediate_size, "at least 1")
+        for name in ("hidden_dropout", "attention_dropout"):
+            _require(0.0 <= getattr(model, name) < 1.0, name, getattr(model, name), "in [0, 1)")
+        _require(train.batch_size >= 1, "batch_size", train.batch_size, "at least 1")
+        _require(math.isfinite(train.learning_rate) and train.learning_rate > 0, "learning_rate",
+                 train.learning_rate, "a positive finite number")
+        _require(train.train_steps >= 1, "train_steps", train.train_steps, "at least 1")
+        _require(train.warmup_steps >= 0, "warmup_steps", train.warmup_steps, "at least 0")
+        _require(math.isfinite(train.weight_decay) and train.weight_decay >= 0, "weight_decay",
+                 train.weight_decay, "a finite number >= 0")
+        _require(math.isfinite(train.clip_norm) and train.clip_norm > 0, "clip_norm", train.clip_norm,
+                 "a positive finite number")
+
     def override(self, key: str, value: Any) -> None:
         """Sets `section.field` (or a field name unique across sections) to `value`.
 
@@ -127,6 +171,17 @@ class ExperimentConfig:
         if field_name == "max_len":
             self.data.max_len = parsed
             self.model.max_len = parsed
+
+
+# Fields with a flag of their own in run_scripts/train.py; the others are set with --config.
+_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps")
+
+
+def _require(condition: bool, field: str, value: Any, expected: str) -> None:
+    """Raises a one-line ValueError naming the flag of `field` unless `condition` holds."""
+    if not condition:
+        flag = f"--{field}" if field in _FLAG_FIELDS else f"--config {field}"
+        raise ValueError(f"{flag} must be {expected}, got {value!r}")
 
 
 def _resolve_key(config: ExperimentConfig, key: str) -> tuple[str, str]:

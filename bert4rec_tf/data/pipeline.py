@@ -22,7 +22,7 @@ _DYNAMIC_STREAM = 1
 
 def static_training_dataset(files: list[str], config: DataConfig, batch_size: int | None = None,
                             shuffle_buffer: int = 10_000, seed: int | None = None,
-                            repeat: bool = True) -> tf.data.Dataset:
+                            repeat: bool = True, start: int = 0) -> tf.data.Dataset:
     """Parsed training instances from the TFRecord shards.
 
     Args:
@@ -32,6 +32,8 @@ def static_training_dataset(files: list[str], config: DataConfig, batch_size: in
         shuffle_buffer: instances shuffled in memory (0: no shuffling; the files are pre-shuffled).
         seed: shuffling seed (the data seed when None).
         repeat: cycle through the files forever.
+        start: the first instance of the stream (instances already consumed), so that a resumed
+            run continues it exactly.
     """
     spec = masking.feature_spec(config.max_len, config.max_predictions_per_seq)
     dataset = tf.data.TFRecordDataset(files, num_parallel_reads=min(len(files), 4) or None)
@@ -39,6 +41,7 @@ def static_training_dataset(files: list[str], config: DataConfig, batch_size: in
         dataset = dataset.repeat()
     if shuffle_buffer:
         dataset = dataset.shuffle(shuffle_buffer, seed=config.seed if seed is None else seed)
+    dataset = dataset.skip(start)
     if batch_size:
         return (dataset.batch(batch_size, drop_remainder=True)
                 .map(lambda records: tf.io.parse_example(records, spec), num_parallel_calls=tf.data.AUTOTUNE)

@@ -1,7 +1,8 @@
 """Ranks of the target and the ranking metrics derived from them.
 
 The rank is 0-based: the number of competing items that score at least as high as the target, so
-a tie ranks the target below, never above. With one relevant item per user:
+a tie ranks the target below, never above. A NaN score never helps the target: a NaN target score
+ranks it last, and a competitor with a NaN score counts as beating it. With one relevant item per user:
 HR@k = Recall@k = [rank < k], NDCG@k = [rank < k] / log2(rank + 2), MRR = 1 / (rank + 1).
 """
 
@@ -17,7 +18,7 @@ FULL_METRICS = ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")
 
 
 def target_rank(target_scores, other_scores, other_valid=None):
-    """0-based rank of the target among the others; ties count against the target.
+    """0-based rank of the target among the others; ties and NaN scores count against the target.
 
     Args:
         target_scores: float [batch].
@@ -28,7 +29,9 @@ def target_rank(target_scores, other_scores, other_valid=None):
     Returns:
         int32 [batch].
     """
-    beats = ops.greater_equal(other_scores, ops.expand_dims(target_scores, -1))  # [batch, C]
+    target = ops.expand_dims(target_scores, -1)  # [batch, 1]
+    beats = ops.logical_or(ops.greater_equal(other_scores, target),
+                           ops.logical_or(ops.isnan(other_scores), ops.isnan(target)))  # [batch, C]
     if other_valid is not None:
         beats = ops.logical_and(beats, other_valid)
     return ops.sum(ops.cast(beats, "int32"), axis=-1)

@@ -1,23 +1,22 @@
 """The main job: prepare data, train with periodic validation and checkpoints, test once, export.
 
-Model directory layout:
-    config.json                 the resolved configuration
-    run.json                    where the prepared data is
-    checkpoints/latest.weights.h5, checkpoints/state.json   resume point (written atomically)
-    checkpoints/best.weights.h5 the best validation checkpoint
+Model directory layout (see also `bert4rec_tf.training.run_folder`):
+    config.json, run.json       the resolved configuration and the data the run is bound to
+    checkpoints/                resume point (latest.weights.h5, state.json) and best.weights.h5
     train/, validation/         TensorBoard logs
     validation.json             the validation curve
-    results.json                test metrics of the best checkpoint
     model.keras                 the exported model
     export/                     the serving SavedModel and vocab.txt (raw id <TAB> model id)
+    results.json                test metrics of the best checkpoint, written last: the run is complete
+
+Every file is written under a temporary name and renamed into place, so it is complete or absent.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -27,50 +26,23 @@ from keras import ops
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.instances import make_windows
 from bert4rec_tf.data.pipeline import dynamic_training_dataset, evaluation_features, static_training_dataset
-from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
+from bert4rec_tf.data.prepare import load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.evaluator import evaluate, format_table
 from bert4rec_tf.export.saved_model import export_saved_model
+from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.training.instrumented import InstrumentedBERT4Rec
 from bert4rec_tf.training.optimization import make_optimizer
+from bert4rec_tf.training.run_folder import RunFolder
 
 SELECTION_METRIC = ("pop", "NDCG@10")
 ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
 ATTENTION_USERS = 512
 
 
-def write_json_atomic(path: str, value) -> None:
-    """Writes JSON under a temporary name, then renames it into place."""
-    temporary = f"{path}.tmp"
-    with open(temporary, "w") as handle:
-        json.dump(value, handle, indent=2, sort_keys=True)
-    os.replace(temporary, path)
-
-
-def resolve_config(config: ExperimentConfig, prepared: PreparedData, model_dir: str) -> ExperimentConfig:
-    """Fills the vocabulary from the data and records the configuration in `model_dir/config.json`.
-
-    Only `train.train_steps` may change between runs in one folder: raising it continues the run for
-    longer (the learning rate then decays to zero at the new last step).
-
-    Raises:
-        ValueError: when `model_dir` holds a run with a different configuration.
-    """
-    config.model.vocab_size = int(prepared.metadata["vocab_size"])
-    config.model.max_len = config.data.max_len
-    path = os.path.join(model_dir, "config.json")
-    if os.path.isfile(path):
-        with open(path) as handle:
-            earlier = json.load(handle)
-        earlier["train"]["train_steps"] = config.train.train_steps
-        if earlier != config.to_dict():
-            changed = sorted(f"{section}.{key}" for section, values in config.to_dict().items()
-                             for key, value in values.items() if earlier[section].get(key) != value)
-            raise ValueError(f"{model_dir} holds a run with another configuration ({', '.join(changed)} "
-                             "differ); use a new --model_dir")
-    write_json_atomic(path, config.to_dict())
-    return config
+class TrainingDiverged(ValueError):
+    """The loss, the gradient or the weights stopped being finite."""
 
 
 class TrainSummaries(keras.callbacks.Callback):
@@ -91,31 +63,56 @@ class TrainSummaries(keras.callbacks.Callback):
             self.writer.flush()
 
 
+class StopOnDivergence(keras.callbacks.Callback):
+    """Stops training with `TrainingDiverged`, naming the step, once the loss or gradient is not finite.
+
+    Raised before the interval's checkpoint, so the last checkpoint stays the last finite one.
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        logs = logs or {}
+        values = {name: float(logs[name]) for name in ("loss", "grad_norm") if name in logs}
+        if not all(math.isfinite(value) for value in values.values()):
+            step = int(self.model.optimizer.iterations.numpy())
+            shown = ", ".join(f"{name} {value}" for name, value in values.items())
+            raise TrainingDiverged(
+                f"training diverged at step {step} ({shown}, learning rate "
+                f"{float(logs.get('learning_rate', math.nan)):.3g}); stopped before any checkpoint of the "
+                "non-finite model: lower --learning_rate (or raise warm-up) and use a new --model_dir")
+
+
 class CheckpointAndValidate(keras.callbacks.Callback):
-    """After every epoch (an evaluation interval): validate, keep the best, write the resume point.
+    """After every interval: check the weights, validate, keep the best, write the resume point.
 
     Args:
-        model_dir: the run's folder.
+        run: the run's folder.
         validate: a function of the model returning {protocol: {metric: value}}, or None.
         patience: stop after this many validations without improvement (None: never).
-        state: the restored state (epoch, best) or a fresh one.
+        state: the resume state (see `run_folder.fresh_state`), updated in place.
+        batch_size: instances per step, to count the stream position in instances.
         attention_inputs: validation inputs whose average attention over the last 10 positions is
             logged as heat-map images, per layer and head.
     """
 
-    def __init__(self, model_dir: str, validate, patience: int | None, state: dict,
+    def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
                  attention_inputs: dict[str, np.ndarray] | None = None):
         super().__init__()
         self.attention_inputs = attention_inputs
-        self.directory = os.path.join(model_dir, "checkpoints")
+        self.run = run
         self.validate = validate
         self.patience = patience
         self.state = state
-        self.writer = tf.summary.create_file_writer(os.path.join(model_dir, "validation"))
-        self.curve_path = os.path.join(model_dir, "validation.json")
+        self.batch_size = batch_size
+        self.stopped_early = False
+        self.writer = tf.summary.create_file_writer(run.path("validation"))
 
     def on_epoch_end(self, epoch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
+        if not all(np.isfinite(ops.convert_to_numpy(v)).all() for v in self.model.trainable_variables):
+            raise TrainingDiverged(f"training diverged: the weights are not finite at step {step}; the last "
+                                   "checkpoint was kept: lower --learning_rate and use a new --model_dir")
+        self.state["instances"] += (step - self.state["step"]) * self.batch_size
+        self.state["step"] = step
         if self.validate is not None:
             results = self.validate(self.model)
             with self.writer.as_default(step=step), tf.summary.record_if(True):
@@ -126,19 +123,19 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                                         **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
             print(f"\nvalidation at step {step}:\n{format_table(results)}")
-            if self.state["best"] is None or score > self.state["best"]:
+            if math.isfinite(score) and (self.state["best"] is None or score > self.state["best"]):
                 self.state.update(best=score, best_step=step, since_best=0)
                 self._save_weights("best.weights.h5")
             else:
                 self.state["since_best"] += 1
                 if self.patience is not None and self.state["since_best"] >= self.patience:
                     self.model.stop_training = True
-            write_json_atomic(self.curve_path, self.state["curve"])
+                    self.stopped_early = True
+            write_json_atomic(self.run.path("validation.json"), self.state["curve"])
             self._log_attention(step)
         self._save_weights("latest.weights.h5")
-        self.state["epoch"] = epoch + 1
         self.state["seed_states"] = [ops.convert_to_numpy(g.state).tolist() for g in seed_generators(self.model)]
-        write_json_atomic(os.path.join(self.directory, "state.json"), self.state)
+        write_json_atomic(self.run.checkpoint("state.json"), self.state)
 
     def _log_attention(self, step: int) -> None:
         if self.attention_inputs is None:
@@ -154,10 +151,10 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.writer.flush()
 
     def _save_weights(self, name: str) -> None:
-        os.makedirs(self.directory, exist_ok=True)
-        temporary = os.path.join(self.directory, f"tmp-{name}")
+        os.makedirs(self.run.checkpoints, exist_ok=True)
+        temporary = self.run.checkpoint(f"tmp-{name}")
         self.model.save_weights(temporary)
-        os.replace(temporary, os.path.join(self.directory, name))
+        os.replace(temporary, self.run.checkpoint(name))
 
 
 def seed_generators(model: keras.Model) -> list:
@@ -169,12 +166,17 @@ def seed_generators(model: keras.Model) -> list:
     return [generator for layer in model._flatten_layers() for generator in layer._seed_generators]
 
 
-def load_state(model_dir: str) -> dict:
-    path = os.path.join(model_dir, "checkpoints", "state.json")
-    if os.path.isfile(path):
-        with open(path) as handle:
-            return json.load(handle)
-    return {"epoch": 0, "best": None, "best_step": None, "since_best": 0, "curve": []}
+def load_checkpoint(model: keras.Model, path: str) -> None:
+    """Loads weights, naming the file when it is damaged.
+
+    Raises:
+        ValueError: when `path` cannot be read as this model's weights.
+    """
+    try:
+        model.load_weights(path)
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"{path}: the checkpoint is damaged or not this model's "
+                         f"({' '.join(str(error).split())[:200]}); use a new --model_dir") from None
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:
@@ -195,93 +197,133 @@ def split_cpu(devices: int) -> None:
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * devices)
 
 
+def intervals(done: int, total: int, every: int) -> list[tuple[int, int]]:
+    """The (count, steps) runs of training intervals from step `done` to `total`, `every` steps each.
+
+    Validation and checkpoints come after every interval; the last interval is shorter when
+    `total - done` is not a multiple of `every`. Example: intervals(10, 32, 5) == [(4, 5), (1, 2)].
+    """
+    full, rest = divmod(max(0, total - done), every)
+    return [(count, steps) for count, steps in ((full, every), (1 if rest else 0, rest)) if count]
+
+
 def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str | None = None,
                        source_file: str | None = None, strategy: str = "default", eval_every: int = 1000,
                        patience: int | None = None, verbose: int = 1) -> dict:
     """Runs the main job and returns the test metrics {protocol: {metric: value}}.
 
-    Re-running the same command in the same `model_dir` continues from the last checkpoint; with the
-    same seed the data stream continues where it stopped, so the result equals an uninterrupted run.
+    Re-running the same command in the same `model_dir` continues from the last checkpoint; the data
+    stream continues at the instance where it stopped, so the result equals an uninterrupted run.
+    `eval_every` may change between runs; a larger `train.train_steps` trains the run for longer.
+
+    Raises:
+        ValueError: for a folder holding another run, damaged run files, or `TrainingDiverged`.
     """
-    os.makedirs(model_dir, exist_ok=True)
+    if eval_every < 1:
+        raise ValueError(f"--eval_every must be at least 1, got {eval_every}")
+    if patience is not None and patience < 1:
+        raise ValueError(f"--patience must be at least 1, got {patience}")
+    run = RunFolder(model_dir)
+    run.load_state()  # a damaged folder is named before the data is prepared
     prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
-    config = resolve_config(config, prepared, model_dir)
-    write_json_atomic(os.path.join(model_dir, "run.json"), {"data_directory": prepared.directory})
+    state = run.check(config, prepared)
     sequences, candidates = prepared.sequences(), prepared.candidates()
-    steps_per_epoch = max(1, min(eval_every, config.train.train_steps))
-    epochs = math.ceil(config.train.train_steps / steps_per_epoch)
-    state = load_state(model_dir)
     keras.utils.set_random_seed(config.data.seed)
 
     with make_strategy(strategy).scope():
         model = InstrumentedBERT4Rec(config.model, packed=True)
         model.build()
         model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
-        if state["epoch"]:
+        if state["step"]:
             model.optimizer.build(model.trainable_variables)
-            model.load_weights(os.path.join(model_dir, "checkpoints", "latest.weights.h5"))
+            load_checkpoint(model, run.checkpoint("latest.weights.h5"))
             for generator, value in zip(seed_generators(model), state["seed_states"], strict=True):
                 generator.state.assign(np.asarray(value, dtype=generator.state.dtype))
+    run.record(config, prepared)
 
-    consumed = state["epoch"] * steps_per_epoch * config.train.batch_size
+    windows = None
     if config.train.dynamic_masking:
         windows = make_windows(training_sequences(sequences, config.data.split),
                                np.arange(1, sequences.num_users + 1), config.data.max_len,
                                config.data.prop_sliding_window)
-        dataset = dynamic_training_dataset(windows, config.data, prepared.num_items,
-                                           batch_size=config.train.batch_size, start=consumed)
-    else:
-        dataset = static_training_dataset(prepared.train_files, config.data, batch_size=config.train.batch_size)
-        dataset = dataset.skip(state["epoch"] * steps_per_epoch)
+
+    def training_stream(start: int) -> tf.data.Dataset:
+        if windows is not None:
+            return dynamic_training_dataset(windows, config.data, prepared.num_items,
+                                            batch_size=config.train.batch_size, start=start)
+        return static_training_dataset(prepared.train_files, config.data, batch_size=config.train.batch_size,
+                                       start=start)
 
     validate = None
+    attention_inputs = None
     if config.data.split == "valid":
         def validate(m):
             return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=("pop", "full"))
 
-    attention_inputs = None
-    if validate is not None:
         inputs = evaluation_features(sequences, "valid", config.data.max_len)
         attention_inputs = {name: inputs[name][:ATTENTION_USERS] for name in ("input_ids", "input_mask")}
-    callbacks = [
-        CheckpointAndValidate(model_dir, validate, patience, state, attention_inputs),
-        TrainSummaries(model_dir, every=min(100, steps_per_epoch)),
-    ]
-    if state["epoch"] < epochs:
-        model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=state["epoch"],
-                  callbacks=callbacks, verbose=verbose)
+    checkpointing = CheckpointAndValidate(run, validate, patience, state, config.train.batch_size, attention_inputs)
+    callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every))]
+    for count, steps in intervals(state["step"], config.train.train_steps, eval_every):
+        if checkpointing.stopped_early:
+            break
+        model.fit(training_stream(state["instances"]), epochs=count, steps_per_epoch=steps, callbacks=callbacks,
+                  verbose=verbose)
 
-    best = os.path.join(model_dir, "checkpoints", "best.weights.h5")
+    best = run.checkpoint("best.weights.h5")
     if validate is not None and os.path.isfile(best):
-        model.load_weights(best)
+        load_checkpoint(model, best)
     results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
-    write_json_atomic(os.path.join(model_dir, "results.json"),
-                      {"test": results, "best_step": state["best_step"],
-                       "config": config.to_dict(), "data": prepared.directory})
     plain = model.plain()
-    plain.save(os.path.join(model_dir, "model.keras"))
-    export_saved_model(plain, sequences.item_ids, config.data.max_len, os.path.join(model_dir, "export"))
+    temporary = run.path(f"tmp-{os.getpid()}-model.keras")
+    plain.save(temporary)
+    os.replace(temporary, run.path("model.keras"))
+    replace_folder(run.path("export"), lambda target: export_saved_model(plain, sequences.item_ids,
+                                                                        config.data.max_len, target))
+    write_json_atomic(run.path("results.json"),
+                      {"test": results, "best_step": state["best_step"], "steps": state["step"],
+                       "config": config.to_dict(), "data": run.data_record()})
     return results
+
+
+def replace_folder(path: str, write) -> None:
+    """Calls `write(temporary)` to build a folder, then swaps it in for `path`.
+
+    The old folder stays whole until the new one is complete.
+    """
+    temporary, old = f"{path}.tmp-{os.getpid()}", f"{path}.old-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    write(temporary)
+    if os.path.isdir(path):
+        os.replace(path, old)
+    os.replace(temporary, path)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256) -> dict:
     """Evaluates `model_dir/model.keras` on its prepared data and writes `evaluation.json`.
 
     Raises:
-        FileNotFoundError: when the folder holds no finished run.
+        FileNotFoundError: when the folder holds no finished run or its prepared data is gone.
+        ValueError: when a run file is damaged.
     """
-    paths = {name: os.path.join(model_dir, name) for name in ("model.keras", "config.json", "run.json")}
-    missing = [name for name, path in paths.items() if not os.path.isfile(path)]
+    run = RunFolder(model_dir)
+    missing = [name for name in ("results.json", "model.keras", "config.json", "run.json")
+               if not os.path.isfile(run.path(name))]
     if missing:
         raise FileNotFoundError(f"{model_dir} holds no finished run (missing {', '.join(missing)})")
-    with open(paths["run.json"]) as handle:
-        prepared = load_prepared(json.load(handle)["data_directory"])
+    record = run.data_record()
+    prepared = load_prepared(record["data_directory"])
     if prepared is None:
-        raise FileNotFoundError(f"the prepared data of {model_dir} is missing; run train.py again to rebuild it")
-    with open(paths["config.json"]) as handle:
-        config = ExperimentConfig.from_dict(json.load(handle))
-    model = keras.saving.load_model(paths["model.keras"], safe_mode=True)
+        raise FileNotFoundError(f"the prepared data of {model_dir} ({record['data_directory']}) is missing; run "
+                                "train.py again to rebuild it")
+    config = run.config()
+    try:
+        model = keras.saving.load_model(run.path("model.keras"), safe_mode=True)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{run.path('model.keras')}: cannot be loaded ({' '.join(str(error).split())[:200]})"
+                         ) from None
     results = evaluate(model, prepared.sequences(), stage, config.data.max_len, prepared.candidates(),
                        batch_size=batch_size, progress=True)
-    write_json_atomic(os.path.join(model_dir, "evaluation.json"), {stage: results})
+    write_json_atomic(run.path("evaluation.json"), {stage: results})
     return results

@@ -24,6 +24,17 @@ def test_invalid_items_do_not_compete():
     assert np.asarray(target_rank(target, others, valid)).tolist() == [1]
 
 
+def test_nan_scores_rank_the_target_last_never_first():
+    nan = np.nan
+    target = np.array([nan, 0.5, nan, 0.5], dtype=np.float32)
+    others = np.array([[0.1, 0.2, 0.3], [nan, 0.1, 0.2], [nan, nan, nan], [0.1, 0.2, 0.3]], dtype=np.float32)
+    valid = np.array([[True, True, True], [True, True, True], [True, False, True], [True, True, True]])
+    # row 0: NaN target -> last (3); row 1: the NaN competitor beats it (1); row 2: 2 valid competitors;
+    # row 3: no NaN, the target is first
+    assert np.asarray(target_rank(target, others, valid)).tolist() == [3, 1, 2, 0]
+    assert metrics_from_ranks(np.asarray(target_rank(target[:1], others[:1])), SAMPLED_METRICS)["HR@1"] == 0.0
+
+
 def test_metrics_by_hand():
     ranks = [0, 3, 9, 40]
     out = metrics_from_ranks(np.array(ranks), SAMPLED_METRICS)

@@ -51,14 +51,14 @@ def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, finished
     while time.time() < deadline and process.poll() is None:
         if os.path.isfile(state):
             with open(state) as handle:
-                if json.load(handle)["epoch"] >= 2:
+                if json.load(handle)["step"] >= 10:
                     break
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     assert process.wait() == -signal.SIGKILL
     with open(state) as handle:
-        stopped_at = json.load(handle)["epoch"]
-    assert 2 <= stopped_at < 6 and not os.path.isfile(os.path.join(model_dir, "results.json"))
+        stopped_at = json.load(handle)["step"]
+    assert 10 <= stopped_at < 30 and not os.path.isfile(os.path.join(model_dir, "results.json"))
     resumed = subprocess.run(command(toy_file, data_dir, model_dir), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     results = [json.load(open(os.path.join(d, "results.json"))) for d in (whole_dir, model_dir)]
