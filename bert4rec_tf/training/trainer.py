@@ -75,6 +75,7 @@ class StopOnDivergence(keras.callbacks.Callback):
         if not all(math.isfinite(value) for value in values.values()):
             step = int(self.model.optimizer.iterations.numpy())
             shown = ", ".join(f"{name} {value}" for name, value in values.items())
+            print(flush=True)  # end the progress bar's line before the error
             raise TrainingDiverged(
                 f"training diverged at step {step} ({shown}, learning rate "
                 f"{float(logs.get('learning_rate', math.nan)):.3g}); stopped before any checkpoint of the "
