@@ -1,5 +1,6 @@
-"""The serving SavedModel: history encoding, both signatures, agreement with the Keras model, loaded
-in a fresh process that cannot import bert4rec_tf."""
+"""The serving SavedModel: history encoding and exclusion, both signatures, agreement with the Keras
+model, loaded in a fresh process that cannot import bert4rec_tf; small, Beauty-sized and Unicode
+catalogues."""
 
 from __future__ import annotations
 
@@ -12,12 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert4rec_tf.config import ModelConfig
-from bert4rec_tf.export.saved_model import encode_history, export_saved_model
-from bert4rec_tf.models import BERT4Rec
-
-ITEMS = np.array([f"i{k}" for k in range(1, 31)])
-MAX_LEN = 6
+from bert4rec_tf.export.saved_model import encode_history, read_vocabulary, unseen_items
+from tests.export.conftest import ITEMS, UNICODE_ITEMS, export_tiny
 
 
 def test_encode_history_left_aligns_keeps_the_last_items_and_appends_mask():
@@ -27,13 +24,9 @@ def test_encode_history_left_aligns_keeps_the_last_items_and_appends_mask():
     assert input_mask.numpy().tolist() == [[1, 1, 1, 1], [1, 0, 0, 0], [1, 1, 1, 0]]
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    model = BERT4Rec(ModelConfig(vocab_size=32, max_len=MAX_LEN, hidden_size=8, num_heads=2, intermediate_size=16,
-                                 num_layers=1))
-    model.build()
-    directory = export_saved_model(model, ITEMS, MAX_LEN, str(tmp_path_factory.mktemp("run") / "export"))
-    return model, directory
+def test_unseen_items_drops_each_rows_history_and_ignores_padding():
+    ids = tf.constant([[0, 2, 2, 4], [0, 0, 0, 0], [1, 2, 3, 4]], tf.int64)
+    assert unseen_items(ids, 4).numpy().tolist() == [[True, False, True, False], [True] * 4, [False] * 4]
 
 
 LOADER = r"""
@@ -51,18 +44,20 @@ scored = loaded.signatures["score_candidates"](history=tf.constant([["i1", "", "
 print(json.dumps({"signatures": sorted(loaded.signatures.keys()),
                   "item_ids": [[x.decode() for x in row] for row in top["item_ids"].numpy()],
                   "top_scores": top["scores"].numpy().tolist(), "scores": scored["scores"].numpy().tolist(),
+                  "num_items": top["num_items"].numpy().tolist(),
                   "shapes": [top["item_ids"].shape.as_list(), top["scores"].shape.as_list(),
                              scored["scores"].shape.as_list()]}))
 """
 
 
-def test_fresh_process_without_the_package_answers_both_signatures(exported):
-    model, directory = exported
-    result = subprocess.run([sys.executable, "-c", LOADER, directory], capture_output=True, text=True, timeout=300)
+def test_fresh_process_without_the_package_answers_both_signatures(tiny_run):
+    model, run_dir = tiny_run
+    result = subprocess.run([sys.executable, "-c", LOADER, os.path.join(run_dir, "export")], capture_output=True,
+                            text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["signatures"] == ["score_candidates", "serving_default"]
-    assert out["shapes"] == [[2, 10], [2, 10], [2, 3]]
+    assert out["shapes"] == [[2, 10], [2, 10], [2, 3]] and out["num_items"] == [10, 10]
     features = {"input_ids": np.array([[1, 2, 31, 0, 0, 0], [31, 0, 0, 0, 0, 0]]),
                 "input_mask": np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]])}
     keras_scores = np.asarray(model.score_last(features))  # [2, 32]
@@ -77,8 +72,69 @@ def test_fresh_process_without_the_package_answers_both_signatures(exported):
         np.testing.assert_allclose(out["top_scores"][row], keras_scores[row, best], rtol=1e-5, atol=1e-6)
 
 
-def test_vocabulary_file_maps_raw_ids_to_model_ids(exported):
-    _, directory = exported
-    with open(os.path.join(directory, "vocab.txt")) as handle:
+def test_vocabulary_file_maps_raw_ids_to_model_ids(tiny_run):
+    _, run_dir = tiny_run
+    with open(os.path.join(run_dir, "export", "vocab.txt")) as handle:
         rows = [line.rstrip("\n").split("\t") for line in handle]
     assert rows[0] == ["i1", "1"] and rows[-1] == ["i30", "30"] and len(rows) == 30
+    assert read_vocabulary(os.path.join(run_dir, "export")) == {item: k for k, item in enumerate(ITEMS, start=1)}
+
+
+def test_fewer_than_ten_unseen_items_leave_marked_empty_slots(tiny_run):
+    model, run_dir = tiny_run
+    served = tf.saved_model.load(os.path.join(run_dir, "export"))
+    out = served.signatures["serving_default"](history=tf.constant([ITEMS[:25], [""] * 25]))
+    assert out["num_items"].numpy().tolist() == [5, 10]
+    names = [[x.decode() for x in row] for row in out["item_ids"].numpy()]
+    scores = out["scores"].numpy()
+    features = {"input_ids": np.array([[21, 22, 23, 24, 25, 31]]), "input_mask": np.ones((1, 6))}
+    keras_scores = np.asarray(model.score_last(features))[0]  # [32]; the whole history is excluded, not only
+    best = sorted(range(26, 31), key=lambda i: -keras_scores[i])  # the last max_len - 1 items the model reads
+    assert names[0] == [f"i{i}" for i in best] + [""] * 5
+    np.testing.assert_allclose(scores[0, :5], keras_scores[best], rtol=1e-5, atol=1e-6)
+    assert np.all(scores[0, 5:] == -np.inf) and np.all(np.isfinite(scores[1])) and "" not in names[1]
+
+
+def test_any_unicode_id_round_trips_the_vocabulary_and_is_served(unicode_run):
+    _, run_dir = unicode_run
+    export = os.path.join(run_dir, "export")
+    with open(os.path.join(export, "vocab.txt"), encoding="utf-8") as handle:
+        assert len(handle.readlines()) == len(UNICODE_ITEMS)
+    assert read_vocabulary(export) == {item: k for k, item in enumerate(UNICODE_ITEMS, start=1)}
+    served = tf.saved_model.load(export)
+    histories = tf.constant([[item] for item in UNICODE_ITEMS] + [[""]])  # one id a row, then an empty history
+    out = served.signatures["serving_default"](history=histories)  # fewer than 10 items in all: k is 8
+    assert out["num_items"].numpy().tolist() == [7] * len(UNICODE_ITEMS) + [8]
+    for row, item in enumerate([*UNICODE_ITEMS, None]):
+        names = [x.decode("utf-8") for x in out["item_ids"].numpy()[row]]
+        count = out["num_items"].numpy()[row]
+        assert sorted(names[:count]) == sorted(set(UNICODE_ITEMS) - {item}) and names[count:] == [""] * (10 - count)
+        assert np.all(out["scores"].numpy()[row, count:] == -np.inf)
+    scored = served.signatures["score_candidates"](history=histories[:-1], candidates=histories[:-1])["scores"]
+    assert np.all(np.isfinite(scored.numpy()))  # every id is known as a candidate too
+
+
+def _memory_kb(field: str) -> int:
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith(field + ":"))
+
+
+def test_beauty_sized_catalogue_serves_256_histories_of_200_in_bounded_memory(tmp_path):
+    items = [str(k) for k in range(1, 54_543)]  # Beauty's 54,542 items
+    export_tiny(str(tmp_path), items, max_len=200)
+    serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    serve(history=tf.constant([["1"]]))  # traces and allocates the weights before measuring
+    history = np.random.default_rng(0).integers(1, 54_543, (256, 200)).astype(str)
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")  # resets the peak resident set size
+    except OSError as error:
+        pytest.skip(f"cannot reset the peak memory through /proc/self/clear_refs: {error}")
+    before = _memory_kb("VmRSS")
+    out = serve(history=tf.constant(history))
+    growth_mb = (_memory_kb("VmHWM") - before) / 1024
+    print(f"peak memory growth of one call: {growth_mb:.0f} MB")
+    assert growth_mb < 1024, growth_mb  # a [256, 200, 54,544] float32 one-hot alone would take 11 GB
+    assert out["num_items"].numpy().tolist() == [10] * 256
+    for row in range(0, 256, 51):
+        assert not {x.decode() for x in out["item_ids"].numpy()[row]} & set(history[row])
