@@ -17,6 +17,7 @@ flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead o
 def define_data_flags() -> None:
     """The flags every data-reading command shares: data set, cache, source file, seed, overrides."""
     flags.DEFINE_string("dataset", None, "Data set: ml-1m, ml-20m, beauty, steam, video-games, beauty-5core, custom.")
+    flags.DEFINE_string("model", "bert4rec", "Model preset: bert4rec, bert4rec_1mask, sasrec, bert4rec_match, pop.")
     flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
                         "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
     flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
@@ -36,14 +37,15 @@ def absl_main(run: Callable[[], None]) -> Callable[[list[str]], int]:
     return main
 
 
-def experiment_config(dataset: str, overrides: list[str], seed: int | None = None) -> ExperimentConfig:
-    """The preset of `dataset` with `key=value` overrides (and the seed) applied.
+def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
+                      model: str = "bert4rec") -> ExperimentConfig:
+    """The preset of `model` on `dataset` with `key=value` overrides (and the seed) applied.
 
     Raises:
-        ValueError: for an unknown data set, a malformed override, an unknown key or a value out of
-            range.
+        ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
+            out of range.
     """
-    config = preset(dataset)
+    config = preset(dataset, model)
     for override in overrides:
         if "=" not in override:
             raise ValueError(f"override {override!r} is not key=value")
@@ -75,7 +77,8 @@ def guarded(run: Callable[[], None]) -> int:
 
 
 def print_stats(dataset: str, stats: dict, dropped: dict) -> None:
-    """Prints a data set's statistics and what preprocessing dropped on purpose."""
+    """Prints a data set's statistics, what preprocessing dropped on purpose, the duplicate rows it
+    kept and the ids that are not positive integers."""
     print(f"{dataset}: users {stats['users']:,} | items {stats['items']:,} | actions {stats['actions']:,} | "
           f"avg length {stats['avg_length']:.2f} | min length {stats['min_length']}")
     if dropped:
@@ -84,3 +87,9 @@ def print_stats(dataset: str, stats: dict, dropped: dict) -> None:
               f"{dropped.get('items_dropped_rare', 0):,} rare items "
               f"({dropped.get('interactions_dropped_rare_items', 0):,} interactions), "
               f"of {dropped.get('interactions_read', 0):,} interactions read")
+        print(f"preprocessing kept: {dropped.get('duplicate_rows', 0):,} duplicate rows (the user, item and "
+              "timestamp, if any, of an earlier row; every interaction counts)")
+        others = (dropped.get("user_ids_not_positive_integers", 0), dropped.get("item_ids_not_positive_integers", 0))
+        if any(others):
+            print(f"ids that are not positive integers: {others[0]:,} users, {others[1]:,} items; they are numbered "
+                  "after the positive integers, in order of first appearance")

@@ -14,6 +14,11 @@ from typing import Any
 from bert4rec_tf import constants
 
 
+# The model classes of `bert4rec_tf.models.registry.MODELS`, and those trained on masked instances.
+MODEL_NAMES = ("bert4rec", "sasrec", "bert4rec_match", "pop")
+MASKED_MODELS = ("bert4rec", "bert4rec_match")
+
+
 @dataclasses.dataclass
 class DataConfig:
     """How sequences become training instances and evaluation inputs.
@@ -31,6 +36,14 @@ class DataConfig:
             appended to training, no validation set).
         num_negatives: negatives per user for the sampled evaluation protocols.
         num_shards: TFRecord shards for the static training instances.
+        static_instances: write the static masked TFRecords (models that read no masked
+            instances, and dynamic masking, do not need them).
+        matching: the instances of BERT4Rec with the matching task: besides the mask-last
+            instances, a share `match_only_prob` of the others are matching-only (no mask) and the
+            rest mask+matching; a matching instance's last item is its matching target and leaves
+            its input.
+        match_only_prob: the share of matching-only among the non-mask-last instances.
+        mask_runs: mask runs of equal successive items together (the matching paper).
         seed: seed of every random choice in data preparation.
     """
 
@@ -44,6 +57,10 @@ class DataConfig:
     split: str = "valid"
     num_negatives: int = constants.NUM_EVAL_NEGATIVES
     num_shards: int = 4
+    static_instances: bool = True
+    matching: bool = False
+    match_only_prob: float = 0.1
+    mask_runs: bool = False
     seed: int = constants.EVAL_SEED
 
 
@@ -52,6 +69,7 @@ class ModelConfig:
     """BERT4Rec encoder and head; the `use_*` switches are the paper's ablations.
 
     Attributes:
+        name: the model, a name of `bert4rec_tf.models.registry.MODELS`.
         vocab_size: embedding rows (padding, items, [MASK]); set from the prepared data.
         max_len: positions of the learned position embedding.
         hidden_size: d.
@@ -61,8 +79,13 @@ class ModelConfig:
         hidden_dropout: dropout on embeddings, attention output and FFN output.
         attention_dropout: dropout on the attention probabilities.
         use_position_embedding / use_ffn / use_layer_norm / use_residual: ablation switches.
+        loss: SASRec's loss, "bce" (the paper's, one negative per position) or "ce" (softmax over
+            all items); the Cloze models always use "ce".
+        match_negatives: the matching task's negatives per instance (n).
+        match_scale: the matching task's scale c.
     """
 
+    name: str = "bert4rec"
     vocab_size: int = 0
     max_len: int = 200
     hidden_size: int = 64
@@ -75,6 +98,9 @@ class ModelConfig:
     use_ffn: bool = True
     use_layer_norm: bool = True
     use_residual: bool = True
+    loss: str = "ce"
+    match_negatives: int = 5
+    match_scale: float = 10.0
 
 
 @dataclasses.dataclass
@@ -128,6 +154,9 @@ class ExperimentConfig:
         _require(data.split in ("valid", "original"), "split", data.split, "'valid' or 'original'")
         _require(data.num_negatives >= 1, "num_negatives", data.num_negatives, "at least 1")
         _require(data.num_shards >= 1, "num_shards", data.num_shards, "at least 1")
+        _require(0.0 <= data.match_only_prob <= 1.0, "match_only_prob", data.match_only_prob, "in [0, 1]")
+        _require(data.matching == (model.name == "bert4rec_match"), "matching", data.matching,
+                 "true for bert4rec_match and false for the other models")
         if data.prop_sliding_window != -1:
             _require(0.0 < data.prop_sliding_window <= 1.0, "prop_sliding_window", data.prop_sliding_window,
                      "in (0, 1] or -1")
@@ -138,6 +167,13 @@ class ExperimentConfig:
                     f"(prop_sliding_window {data.prop_sliding_window} x {data.max_len} = {step} items): use "
                     f"--max_len {math.ceil(1 / data.prop_sliding_window)} or more, or set "
                     "--config prop_sliding_window")
+        _require(model.name in MODEL_NAMES, "name", model.name, f"one of {', '.join(MODEL_NAMES)}")
+        _require(model.loss == "ce" or (model.name == "sasrec" and model.loss == "bce"), "loss", model.loss,
+                 "'bce' or 'ce' for sasrec and 'ce' for the other models")
+        _require(model.match_negatives >= 1, "match_negatives", model.match_negatives, "at least 1")
+        if model.name in MASKED_MODELS and not (data.static_instances or train.dynamic_masking):
+            raise ValueError(f"{model.name} trains on masked instances: set --config train.dynamic_masking=true "
+                             "or --config data.static_instances=true")
         _require(model.hidden_size >= 1, "hidden_size", model.hidden_size, "at least 1")
         _require(model.num_layers >= 1, "num_layers", model.num_layers, "at least 1")
         _require(model.num_heads >= 1 and model.hidden_size % model.num_heads == 0, "num_heads", model.num_heads,
@@ -174,7 +210,7 @@ class ExperimentConfig:
 
 
 # Fields with a flag of their own in run_scripts/train.py; the others are set with --config.
-_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps")
+_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss")
 
 
 def _require(condition: bool, field: str, value: Any, expected: str) -> None:
@@ -252,16 +288,43 @@ PRESETS: dict[str, tuple] = {
 }
 
 
-def preset(dataset: str) -> ExperimentConfig:
-    """The original settings for `dataset` as an `ExperimentConfig`.
+# Per model: overrides of the data set's preset, first "*" (every data set), then the data set's own.
+# "bert4rec_1mask" is the paper's ablation: one masked item per instance. SASRec (Kang & McAuley):
+# d 50, one head, two blocks, FFN d x d, L 200 on ML-1m and 50 elsewhere, dropout 0.2 on ML-1m and
+# 0.5 elsewhere, lr 1e-3, batch 128, no weight decay. The matching model (Zhang & Li): d 32, lr 1e-4,
+# batch 128. SASRec and POP read no masked instances, so no static TFRecords are written for them.
+MODEL_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "bert4rec": {},
+    "bert4rec_1mask": {"*": {"max_predictions_per_seq": 1}},
+    "sasrec": {
+        "*": {"model.name": "sasrec", "max_len": 50, "hidden_size": 50, "num_heads": 1, "intermediate_size": 50,
+              "num_layers": 2, "hidden_dropout": 0.5, "attention_dropout": 0.5, "learning_rate": 1e-3,
+              "batch_size": 128, "weight_decay": 0.0, "loss": "bce", "static_instances": False,
+              "prop_sliding_window": 0.5},
+        "ml-1m": {"max_len": 200, "hidden_dropout": 0.2, "attention_dropout": 0.2},
+    },
+    "bert4rec_match": {"*": {"model.name": "bert4rec_match", "hidden_size": 32, "intermediate_size": 128,
+                             "learning_rate": 1e-4, "batch_size": 128, "matching": True, "mask_runs": True}},
+    "pop": {"*": {"model.name": "pop", "static_instances": False}},
+}
+
+
+def preset(dataset: str, model: str = "bert4rec") -> ExperimentConfig:
+    """The original settings of `model` on `dataset` as an `ExperimentConfig`.
 
     Raises:
-        ValueError: for a name not in `PRESETS`, listing the known names.
+        ValueError: for a data set not in `PRESETS` or a model not in `MODEL_PRESETS`, listing the
+            known names.
     """
     if dataset not in PRESETS:
         raise ValueError(f"unknown dataset {dataset!r}; known: {', '.join(sorted(PRESETS))}")
+    if model not in MODEL_PRESETS:
+        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODEL_PRESETS)}")
     config = ExperimentConfig()
     config.data.dataset = dataset
     for column, value in zip(_PRESET_COLUMNS, PRESETS[dataset]):
         config.override(column, value)
+    for scope in ("*", dataset):
+        for key, value in MODEL_PRESETS[model].get(scope, {}).items():
+            config.override(key, value)
     return config

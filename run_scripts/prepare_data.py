@@ -21,7 +21,7 @@ FLAGS = flags.FLAGS
 def _run() -> None:
     from bert4rec_tf.data import prepare as prepare_lib
 
-    config = cli.experiment_config(FLAGS.dataset, FLAGS.config, FLAGS.seed)
+    config = cli.experiment_config(FLAGS.dataset, FLAGS.config, FLAGS.seed, FLAGS.model)
     data_dir = FLAGS.data_dir or prepare_lib.default_data_dir()
     if FLAGS.stats:
         from bert4rec_tf.data.tfds_builders import load_user_sequences

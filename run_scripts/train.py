@@ -1,6 +1,7 @@
 """The main job: prepares the data if missing, trains, validates, tests once and exports.
 
     python run_scripts/train.py --dataset beauty
+    python run_scripts/train.py --dataset ml-1m --model sasrec --loss ce
     python run_scripts/train.py --dataset ml-1m --source_file ml-1m.txt.gz --model_dir runs/ml1m \
         --train_steps 20000 --batch_size 128 --learning_rate 1e-3
 Re-running the same command continues from the last checkpoint.
@@ -22,6 +23,8 @@ flags.DEFINE_integer("batch_size", None, "Override train.batch_size.")
 flags.DEFINE_float("learning_rate", None, "Override train.learning_rate.")
 flags.DEFINE_integer("max_len", None, "Override the sequence length (data and model).")
 flags.DEFINE_integer("hidden_size", None, "Override model.hidden_size.")
+flags.DEFINE_enum("loss", None, ["bce", "ce"], "SASRec's loss: bce (the paper's, one negative per position) or "
+                  "ce (softmax over all items). Override model.loss.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
 flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
@@ -31,18 +34,19 @@ FLAGS = flags.FLAGS
 
 
 def _run() -> None:
+    overrides = list(FLAGS.config)
+    for name in ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size", "loss"):
+        if getattr(FLAGS, name) is not None:
+            overrides.append(f"{name}={getattr(FLAGS, name)}")
+    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model)
+    model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset if FLAGS.model == "bert4rec"
+                                                else f"{FLAGS.dataset}-{FLAGS.model}")
+
     from bert4rec_tf.evaluation.evaluator import format_table
     from bert4rec_tf.training.trainer import split_cpu, train_and_evaluate
 
     if FLAGS.logical_cpus:
         split_cpu(FLAGS.logical_cpus)
-
-    overrides = list(FLAGS.config)
-    for name in ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size"):
-        if getattr(FLAGS, name) is not None:
-            overrides.append(f"{name}={getattr(FLAGS, name)}")
-    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed)
-    model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset)
     results = train_and_evaluate(config, model_dir, FLAGS.data_dir, FLAGS.source_file, FLAGS.strategy,
                                  FLAGS.eval_every, FLAGS.patience)
     print(f"test metrics (best validation checkpoint):\n{format_table(results)}")

@@ -10,14 +10,16 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.config import DataConfig
-from bert4rec_tf.constants import PAD_ID, mask_id
+from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.data import masking
 from bert4rec_tf.data.candidates import sample_negatives
 from bert4rec_tf.data.instances import Windows, window_masker
+from bert4rec_tf.data.negatives import NegativeSampler
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
 
 _DYNAMIC_STREAM = 1
+_NEXT_ITEM_STREAM = 2
 
 
 def static_training_dataset(files: list[str], config: DataConfig, batch_size: int | None = None,
@@ -86,40 +88,28 @@ def dynamic_training_dataset(windows: Windows, config: DataConfig, num_items: in
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def evaluation_features(sequences: UserSequences, stage: str, max_len: int) -> dict[str, np.ndarray]:
-    """Every user's history (last max_len - 1 items) with [MASK] appended, right-padded.
+def evaluation_histories(sequences: UserSequences, stage: str, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every user's history for `stage` (its last `length` items, right-padded) and target.
+
+    Each model turns the history into its own input (`history_inputs`), e.g. BERT4Rec keeps the
+    last max_len - 1 items and appends [MASK].
 
     Args:
         sequences: all users' sequences.
         stage: "valid" (history without the last two items, target the second last) or "test"
             (history without the last item, target the last).
-        max_len: the model's sequence length.
+        length: history items kept (the model's max_len is enough for every model).
 
     Returns:
-        info [U, 1] user ids, input_ids [U, max_len], input_mask [U, max_len],
-        masked_lm_positions [U, 1] (the [MASK] position), masked_lm_ids [U, 1] (the target),
-        masked_lm_weights [U, 1] ones; int64 except the float32 weights.
+        histories int32 [U, length] (0 padding on the right) and targets int64 [U].
     """
-    num_users = sequences.num_users
-    input_ids = np.full((num_users, max_len), PAD_ID, dtype=np.int64)
-    targets = np.zeros(num_users, dtype=np.int64)
-    positions = np.zeros(num_users, dtype=np.int64)
-    token = mask_id(sequences.num_items)
-    for user in range(num_users):
-        history, target = history_and_target(sequences, user, stage)
-        history = history[len(history) - (max_len - 1):] if len(history) > max_len - 1 else history
-        input_ids[user, :len(history)] = history
-        input_ids[user, len(history)] = token
-        positions[user] = len(history)
-        targets[user] = target
-    return {
-        "info": np.arange(1, num_users + 1, dtype=np.int64)[:, None],
-        "input_ids": input_ids,
-        "input_mask": (input_ids != PAD_ID).astype(np.int64),
-        "masked_lm_positions": positions[:, None],
-        "masked_lm_ids": targets[:, None],
-        "masked_lm_weights": np.ones((num_users, 1), dtype=np.float32),
-    }
+    histories = np.full((sequences.num_users, length), PAD_ID, dtype=np.int32)
+    targets = np.zeros(sequences.num_users, dtype=np.int64)
+    for user in range(sequences.num_users):
+        history, targets[user] = history_and_target(sequences, user, stage)
+        history = history[max(0, len(history) - length):]
+        histories[user, :len(history)] = history
+    return histories, targets
 
 
 def sampled_candidates(sequences: UserSequences, config: DataConfig) -> dict[str, np.ndarray]:
@@ -127,3 +117,44 @@ def sampled_candidates(sequences: UserSequences, config: DataConfig) -> dict[str
     stages = ("valid", "test") if config.split == "valid" else ("test",)
     return {f"{protocol}_{stage}": sample_negatives(sequences, protocol, stage, config.num_negatives, config.seed)
             for protocol in ("pop", "uniform") for stage in stages}
+
+
+def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: NegativeSampler,
+                               batch_size: int | None = None, start: int = 0) -> tf.data.Dataset:
+    """SASRec's training instances: every position predicts the next item, against a negative.
+
+    Instance n of the endless stream is window index_shuffle(n mod W) of epoch n // W (as in
+    `dynamic_training_dataset`). Its items are padded on the left; position j reads items up to j
+    and its target is item j + 1. Each target gets one negative drawn from the items the user
+    never had, seeded from (data seed, epoch, window). A pure function of n: `start` resumes it.
+
+    Args:
+        windows: the training windows, made with max_len + 1 items (max_len inputs and the last target).
+        config: the data configuration (seed).
+        sampler: draws the negatives.
+        batch_size: batch the instances when given.
+        start: the first instance number (instances already consumed).
+
+    Returns:
+        Instances of int32 `input_ids`, `positive_ids` and `negative_ids` [max_len], 0 at padding.
+    """
+    count, width = len(windows), windows.tokens.shape[1]
+    tokens, lengths, users = (tf.constant(values) for values in (windows.tokens, windows.lengths, windows.users))
+
+    def make(number):
+        epoch, slot = number // count, number % count
+        window = tf.random.experimental.index_shuffle(
+            slot, masking.instance_seed(config.seed, _NEXT_ITEM_STREAM, epoch), count - 1)
+        seed = masking.instance_seed(config.seed, _NEXT_ITEM_STREAM, epoch, window)
+        aligned = tf.roll(tf.gather(tokens, window), width - tf.gather(lengths, window), axis=0)  # padding first
+        inputs, positives = aligned[:-1], aligned[1:]  # [width - 1] each
+        positives = tf.where(inputs != PAD_ID, positives, PAD_ID)
+        negatives = tf.cast(sampler.sample(tf.gather(users, window), width - 1, seed), tf.int32)
+        return {"input_ids": inputs, "positive_ids": positives,
+                "negative_ids": tf.where(positives != PAD_ID, negatives, PAD_ID)}
+
+    dataset = tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
+        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if batch_size:
+        dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -9,12 +9,15 @@ from keras import ops
 _COLORS = np.array([[0.13, 0.11, 0.42], [0.13, 0.57, 0.55], [0.99, 0.91, 0.15]], dtype=np.float32)
 
 
-def average_last_attention(model, features: dict[str, np.ndarray], last: int = 10) -> np.ndarray:
-    """Attention among each sequence's last `last` positions (the [MASK] included), averaged over users.
+def average_last_attention(model, histories: np.ndarray, last: int = 10) -> np.ndarray:
+    """Attention among each sequence's last `last` positions, averaged over users.
+
+    The sequences are the model's own inputs for the histories (`history_inputs`), so for BERT4Rec
+    the window ends at the appended [MASK].
 
     Args:
-        model: a model with `encode(features, return_attention_scores=True)`.
-        features: `input_ids` and `input_mask` [batch, max_len], right-padded, e.g. validation inputs.
+        model: a model with `history_inputs` and `encode(features, return_attention_scores=True)`.
+        histories: int [users, L] raw histories, e.g. validation histories.
         last: the window, ending at each sequence's last real position; shorter sequences are skipped.
 
     Returns:
@@ -24,14 +27,15 @@ def average_last_attention(model, features: dict[str, np.ndarray], last: int = 1
     Raises:
         ValueError: when no sequence has `last` positions.
     """
-    lengths = np.asarray(features["input_mask"]).sum(axis=1)
-    keep = lengths >= last
+    features = {name: ops.convert_to_numpy(value) for name, value in model.history_inputs(histories).items()}
+    real = features["input_ids"] != 0  # [users, n]
+    keep = real.sum(axis=1) >= last
     if not keep.any():
         raise ValueError(f"no sequence has {last} positions")
-    subset = {name: np.asarray(features[name])[keep] for name in ("input_ids", "input_mask")}
+    subset = {name: value[keep] for name, value in features.items()}
     _, scores = model.encode(subset, training=False, return_attention_scores=True)
-    ends = lengths[keep]
-    window = ends[:, None] - last + np.arange(last)[None, :]  # [users, last]
+    ends = real.shape[1] - 1 - np.argmax(real[keep][:, ::-1], axis=1)  # [users] the last real position
+    window = ends[:, None] - last + 1 + np.arange(last)[None, :]  # [users, last]
     out = []
     for layer_scores in scores:
         probs = ops.convert_to_numpy(layer_scores)  # [users, heads, n, n]

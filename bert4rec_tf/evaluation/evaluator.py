@@ -1,4 +1,4 @@
-"""Scores every user's [MASK]-appended history and ranks the target under each protocol."""
+"""Scores every user's history with the model's `score_next` and ranks the target under each protocol."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from keras import ops
 from tqdm.auto import tqdm
 
 from bert4rec_tf.constants import PAD_ID, mask_id
-from bert4rec_tf.data.pipeline import evaluation_features
+from bert4rec_tf.data.pipeline import evaluation_histories
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
 from bert4rec_tf.evaluation.metrics import FULL_METRICS, SAMPLED_METRICS, metrics_from_ranks, target_rank
@@ -21,10 +21,11 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     """Metrics of `model` on every user for `stage` ("valid" or "test").
 
     Args:
-        model: a model with `score_last(features) -> [batch, vocab_size]`.
+        model: a model with `score_next(history) -> [batch, vocab_size]` (see
+            `bert4rec_tf.models.base.SequentialRecommender`).
         sequences: all users' sequences.
         stage: "valid" or "test".
-        max_len: the model's sequence length.
+        max_len: history items given to the model (its sequence length is enough for every model).
         candidates: negatives [num_users, C] keyed "pop_<stage>", "uniform_<stage>" (from the
             prepared data) for the sampled protocols.
         protocols: any of "pop" (the paper's pop-100), "uniform" and "full" (all items, the
@@ -39,13 +40,11 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     unknown = set(protocols) - set(PROTOCOLS)
     if unknown:
         raise ValueError(f"unknown protocol(s) {sorted(unknown)}; known: {', '.join(PROTOCOLS)}")
-    features = evaluation_features(sequences, stage, max_len)
-    targets = features["masked_lm_ids"][:, 0]
+    histories, targets = evaluation_histories(sequences, stage, max_len)
     ranks: dict[str, list[np.ndarray]] = {p: [] for p in protocols}
     for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
         end = min(begin + batch_size, sequences.num_users)
-        batch = {name: features[name][begin:end] for name in ("input_ids", "input_mask")}
-        scores = ops.convert_to_numpy(model.score_last(batch, training=False))  # [b, vocab]
+        scores = ops.convert_to_numpy(model.score_next(histories[begin:end], training=False))  # [b, vocab]
         rows = np.arange(end - begin)
         target_scores = scores[rows, targets[begin:end]]
         for protocol in protocols:

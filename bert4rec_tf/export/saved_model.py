@@ -3,12 +3,18 @@
 Signatures (loadable with plain `tf.saved_model.load`, no bert4rec_tf needed):
 - ``serving_default(history: string [batch, None]) -> item_ids: string [batch, 10], scores: float32
   [batch, 10], num_items: int32 [batch]``: the items the user has not interacted with, best first.
-  "" is padding anywhere in `history`; unknown ids are ignored; only the last max_len - 1 known items
-  are read, [MASK] is appended after them. The first `num_items` slots of a row are real unseen items;
+  "" is padding anywhere in `history`; unknown ids are ignored; the model reads its own number of
+  the last known items (BERT4Rec: max_len - 1, then [MASK]). The first `num_items` slots of a row are real unseen items;
   only when fewer than 10 items of the catalogue are unseen, the remaining slots hold item id "" and
   score -inf (never an item of the history, padding or [MASK]).
 - ``score_candidates(history: string [batch, None], candidates: string [batch, C]) -> scores: float32
   [batch, C]``: the model's score of each candidate; an unknown candidate scores -inf.
+- ``user_embedding(history: string [batch, None]) -> embedding: float32 [batch, d]``: the user vector
+  the model scores with (`user_representation`: BERT4Rec's transformed state at [MASK], SASRec's
+  last output, the matching model's [UID] output, POP's constant [1]).
+
+The history becomes the model's input by the model's own `history_inputs`, the same code the
+evaluator runs.
 
 Both signatures reject, with an InvalidArgumentError naming the input, a `history` or `candidates` that
 is not a matrix and candidates whose batch differs from the history's. Excluding the history costs
@@ -38,31 +44,6 @@ def _row_indices(ids: tf.Tensor) -> tf.Tensor:
     """int64 [batch, L]: the row number of each element of `ids` [batch, L]."""
     shape = tf.shape(ids, out_type=tf.int64)
     return tf.broadcast_to(tf.range(shape[0])[:, None], shape)
-
-
-def encode_history(ids: tf.Tensor, max_len: int, mask_token: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """Left-aligns the known ids of each row, keeps the last max_len - 1 and appends [MASK].
-
-    Args:
-        ids: int64 [batch, L] model ids, 0 for padding and unknown ids, anywhere.
-        max_len: the model's sequence length.
-        mask_token: the [MASK] id.
-
-    Returns:
-        input_ids and input_mask, int64 [batch, max_len], right-padded.
-    """
-    known = ids > 0
-    from_end = tf.cumsum(tf.cast(known, tf.int64), axis=1, reverse=True)  # 1 at the last known id
-    keep = known & (from_end <= max_len - 1)
-    length = tf.reduce_sum(tf.cast(keep, tf.int64), axis=1)  # [batch]
-    position = length[:, None] - from_end  # [batch, L] target position of kept ids
-    indices = tf.stack([tf.boolean_mask(_row_indices(ids), keep), tf.boolean_mask(position, keep)], axis=1)
-    batch = tf.shape(ids, out_type=tf.int64)[0]
-    input_ids = tf.scatter_nd(indices, tf.boolean_mask(ids, keep), tf.stack([batch, max_len]))
-    mask_at = tf.stack([tf.range(batch), length], axis=1)
-    input_ids = tf.tensor_scatter_nd_update(input_ids, mask_at, tf.fill([batch], tf.cast(mask_token, tf.int64)))
-    input_mask = tf.cast(tf.range(max_len, dtype=tf.int64)[None, :] <= length[:, None], tf.int64)
-    return input_ids, input_mask
 
 
 def unseen_items(ids: tf.Tensor, num_items: int) -> tf.Tensor:
@@ -99,13 +80,13 @@ def _matrix(tensor: tf.Tensor, name: str, columns: str) -> tf.Tensor:
     return _checked(tensor, tf.equal(rank, 2), f"{name} must be a string matrix [batch, {columns}]")
 
 
-def export_saved_model(model: keras.Model, item_ids: np.ndarray, max_len: int, directory: str) -> str:
+def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str) -> str:
     """Writes the serving SavedModel and its vocabulary file into `directory`.
 
     Args:
-        model: a trained model with `score_last`.
+        model: a trained `bert4rec_tf.models.SequentialRecommender` (`score_next` and
+            `user_representation` of model-id histories).
         item_ids: raw item ids, [num_items]; model id i is item_ids[i - 1].
-        max_len: the model's sequence length.
         directory: the export folder (replaced when it exists).
 
     Returns:
@@ -121,10 +102,11 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, max_len: int, d
 
     def scores_for(history):
         ids = table.lookup(history)  # [batch, L]
-        input_ids, input_mask = encode_history(ids, max_len, token)
-        scores = tf.cast(model.score_last({"input_ids": input_ids, "input_mask": input_mask}, training=False),
-                         tf.float32)  # [batch, vocab]
-        return ids, scores
+        return ids, tf.cast(model.score_next(ids, training=False), tf.float32)  # [batch, vocab]
+
+    def user_embedding(history):
+        ids = table.lookup(_matrix(history, "history", "length"))  # [batch, L]
+        return {"embedding": tf.cast(model.user_representation(ids, training=False), tf.float32)}  # [batch, d]
 
     def serve(history):
         ids, scores = scores_for(_matrix(history, "history", "length"))
@@ -154,6 +136,7 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, max_len: int, d
     archive.add_endpoint("serving_default", serve, input_signature=[history_spec])
     archive.add_endpoint("score_candidates", score_candidates,
                          input_signature=[history_spec, tf.TensorSpec([None, None], tf.string, name="candidates")])
+    archive.add_endpoint("user_embedding", user_embedding, input_signature=[history_spec])
     archive.write_out(directory, verbose=False)
     with open(os.path.join(directory, VOCAB_FILE), "w", encoding="utf-8", newline="\n") as handle:
         for model_id, item in enumerate(raw, start=1):

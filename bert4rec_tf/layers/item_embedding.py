@@ -21,6 +21,7 @@ class ItemEmbedding(keras.layers.Layer):
         max_len: rows of the position table; inputs may be shorter, never longer.
         hidden_dropout: dropout rate on the output.
         use_position_embedding: add the position embedding (the paper's "w/o PE" ablation: False).
+        dropout_before_norm: LN(Dropout(E + P)) as in SASRec instead of BERT's Dropout(LN(E + P)).
         **kwargs: passed to `keras.layers.Layer`.
     """
 
@@ -31,6 +32,7 @@ class ItemEmbedding(keras.layers.Layer):
         max_len: int,
         hidden_dropout: float = 0.0,
         use_position_embedding: bool = True,
+        dropout_before_norm: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -39,6 +41,7 @@ class ItemEmbedding(keras.layers.Layer):
         self.max_len = max_len
         self.hidden_dropout = hidden_dropout
         self.use_position_embedding = use_position_embedding
+        self.dropout_before_norm = dropout_before_norm
 
     def build(self, input_shape=None):
         self.item_embedding = keras.layers.Embedding(
@@ -91,6 +94,8 @@ class ItemEmbedding(keras.layers.Layer):
         if self.use_position_embedding:
             positions = ops.arange(ops.shape(inputs)[1])  # [seq_len]
             embeddings = embeddings + ops.expand_dims(self.position_embedding(positions), 0)
+        if self.dropout_before_norm:
+            return self.layer_norm(self.dropout(embeddings, training=training))
         return self.dropout(self.layer_norm(embeddings), training=training)
 
     def get_config(self) -> dict:
@@ -101,5 +106,6 @@ class ItemEmbedding(keras.layers.Layer):
             max_len=self.max_len,
             hidden_dropout=self.hidden_dropout,
             use_position_embedding=self.use_position_embedding,
+            dropout_before_norm=self.dropout_before_norm,
         )
         return config

@@ -49,6 +49,10 @@ class MaskedItemHead(keras.layers.Layer):
         )
         self.built = True
 
+    def transform_hidden(self, inputs):
+        """LN(GELU(Dense(h))): the vector that is scored against the item table, [..., hidden_size]."""
+        return self.layer_norm(ops.gelu(self.transform(inputs), approximate=False))
+
     def call(self, inputs, padding_mask=None, training=None):
         """Scores every vocabulary entry at each given hidden state.
 
@@ -60,7 +64,7 @@ class MaskedItemHead(keras.layers.Layer):
         Returns:
             [..., vocab_size] logits, in the head's compute dtype.
         """
-        hidden = self.layer_norm(ops.gelu(self.transform(inputs), approximate=False))
+        hidden = self.transform_hidden(inputs)
         table = ops.cast(self.embedding.item_embeddings, hidden.dtype)  # [vocab, hidden]
         return ops.matmul(hidden, ops.transpose(table)) + self.output_bias  # [..., vocab]
 

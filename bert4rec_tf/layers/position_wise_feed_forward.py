@@ -8,20 +8,24 @@ from bert4rec_tf.layers.initializers import bias_initializer, kernel_initializer
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
 class PositionWiseFeedForward(keras.layers.Layer):
-    """Dense(intermediate_size, exact erf GELU) -> Dense(hidden_size), the same at every position.
+    """Dense(intermediate_size, activation) -> Dense(hidden_size), the same at every position.
 
     Dropout and the residual connection belong to `TransformerBlock`, not to this layer.
 
     Args:
         intermediate_size: inner width (4d in BERT, 256 for d = 64 in BERT4Rec).
         hidden_size: d, the output width.
+        activation: "gelu" (exact erf GELU, BERT4Rec) or "relu" (SASRec).
         **kwargs: passed to `keras.layers.Layer`.
     """
 
-    def __init__(self, intermediate_size: int, hidden_size: int, **kwargs):
+    def __init__(self, intermediate_size: int, hidden_size: int, activation: str = "gelu", **kwargs):
         super().__init__(**kwargs)
+        if activation not in ("gelu", "relu"):
+            raise ValueError(f"activation must be 'gelu' or 'relu', got {activation!r}")
         self.intermediate_size = intermediate_size
         self.hidden_size = hidden_size
+        self.activation = activation
 
     def build(self, input_shape):
         self.intermediate_dense = keras.layers.Dense(
@@ -53,10 +57,12 @@ class PositionWiseFeedForward(keras.layers.Layer):
         Returns:
             [batch, seq_len, hidden_size].
         """
-        hidden = ops.gelu(self.intermediate_dense(inputs), approximate=False)  # [b, n, inter]
+        hidden = self.intermediate_dense(inputs)  # [batch, seq_len, intermediate]
+        hidden = ops.gelu(hidden, approximate=False) if self.activation == "gelu" else ops.relu(hidden)
         return self.output_dense(hidden)  # [batch, seq_len, hidden]
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(intermediate_size=self.intermediate_size, hidden_size=self.hidden_size)
+        config.update(intermediate_size=self.intermediate_size, hidden_size=self.hidden_size,
+                      activation=self.activation)
         return config

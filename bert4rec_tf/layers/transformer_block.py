@@ -25,6 +25,7 @@ class TransformerBlock(keras.layers.Layer):
         use_layer_norm: keep the LayerNorms.
         use_residual: keep the residual connections.
         causal: left-to-right attention (SASRec).
+        activation: the FFN's activation, "gelu" (BERT4Rec) or "relu" (SASRec).
         **kwargs: passed to `keras.layers.Layer`.
     """
 
@@ -39,6 +40,7 @@ class TransformerBlock(keras.layers.Layer):
         use_layer_norm: bool = True,
         use_residual: bool = True,
         causal: bool = False,
+        activation: str = "gelu",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -51,6 +53,7 @@ class TransformerBlock(keras.layers.Layer):
         self.use_layer_norm = use_layer_norm
         self.use_residual = use_residual
         self.causal = causal
+        self.activation = activation
 
     def build(self, input_shape):
         self.self_attention = MultiHeadAttention(
@@ -70,6 +73,7 @@ class TransformerBlock(keras.layers.Layer):
             self.feed_forward = PositionWiseFeedForward(
                 intermediate_size=self.intermediate_size,
                 hidden_size=self.hidden_size,
+                activation=self.activation,
                 dtype=self.dtype_policy,
                 name="feed_forward",
             )
@@ -136,5 +140,6 @@ class TransformerBlock(keras.layers.Layer):
             use_layer_norm=self.use_layer_norm,
             use_residual=self.use_residual,
             causal=self.causal,
+            activation=self.activation,
         )
         return config

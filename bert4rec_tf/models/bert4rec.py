@@ -9,6 +9,8 @@ from keras import ops
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead, TransformerBlock
+from bert4rec_tf.models.base import SequentialRecommender
+from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import masked_lm_loss
 
 
@@ -45,7 +47,7 @@ def _flat_positions(positions, seq_len):
 
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
-class BERT4Rec(keras.Model):
+class BERT4Rec(SequentialRecommender):
     """BERT4Rec (Sun et al., CIKM 2019): ItemEmbedding -> L TransformerBlocks -> MaskedItemHead.
 
     The head reads the embedding layer's item table (tied weights) and always runs in float32,
@@ -75,8 +77,12 @@ class BERT4Rec(keras.Model):
         >>> model = BERT4Rec(ModelConfig(vocab_size=3418))
         >>> model.compile(optimizer=keras.optimizers.AdamW(1e-4))
         >>> model.fit(features, features["masked_lm_ids"], batch_size=256)
-        >>> scores = model.score_last(features)  # [batch, vocab_size]
+        >>> scores = model.score_next(history)  # [batch, vocab_size]
     """
+
+    # Tokens a subclass adds after the vocabulary (their rows in the item table, positions in front
+    # of the sequence); their logits are never returned.
+    EXTRA_TOKENS = 0
 
     def __init__(
         self,
@@ -94,9 +100,9 @@ class BERT4Rec(keras.Model):
         self.packed = packed
         self.packed_capacity = packed_capacity
         self.embedding = ItemEmbedding(
-            vocab_size=config.vocab_size,
+            vocab_size=config.vocab_size + self.EXTRA_TOKENS,
             hidden_size=config.hidden_size,
-            max_len=config.max_len,
+            max_len=config.max_len + self.EXTRA_TOKENS,
             hidden_dropout=config.hidden_dropout,
             use_position_embedding=config.use_position_embedding,
             dtype=self.dtype_policy,
@@ -123,7 +129,7 @@ class BERT4Rec(keras.Model):
         """Creates every weight; the shapes come from the configuration, not `input_shape`."""
         self.embedding.build()
         for block in self.transformer_blocks:
-            block.build((None, self.model_config.max_len, self.model_config.hidden_size))
+            block.build((None, self.model_config.max_len + self.EXTRA_TOKENS, self.model_config.hidden_size))
         self.head.build()
         self.built = True
 
@@ -156,7 +162,8 @@ class BERT4Rec(keras.Model):
     def _logits_at(self, sequence_output, flat_positions):
         """Head logits at row-major positions [...] of sequence_output [batch, seq_len, hidden]."""
         flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
-        return self.head(ops.take(flat_output, flat_positions, axis=0))  # [..., vocab]
+        logits = self.head(ops.take(flat_output, flat_positions, axis=0))  # [..., vocab + extra tokens]
+        return logits[..., :self.model_config.vocab_size] if self.EXTRA_TOKENS else logits
 
     def call(self, features: dict, training=None):
         """Logits at the masked positions.
@@ -170,7 +177,10 @@ class BERT4Rec(keras.Model):
             float32 [batch, P, vocab_size]; when `packed`, [num_real, vocab_size] or
             [packed_capacity, vocab_size].
         """
-        sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
+        return self._masked_logits(features, self.encode(features, training=training))
+
+    def _masked_logits(self, features: dict, sequence_output):
+        """Logits at the masked positions of sequence_output [batch, seq, hidden] (see `call`)."""
         positions = ops.cast(features["masked_lm_positions"], "int32")
         flat_positions = _flat_positions(positions, ops.shape(sequence_output)[1])  # [batch, P]
         if self.packed:
@@ -179,6 +189,28 @@ class BERT4Rec(keras.Model):
                 real_slot_indices(features["masked_lm_weights"], self.packed_capacity),
             )  # [num_real] or [packed_capacity]
         return self._logits_at(sequence_output, flat_positions)
+
+    @property
+    def mask_token(self) -> int:
+        """The [MASK] id: the first id after the real items."""
+        return self.model_config.vocab_size - 1
+
+    def history_inputs(self, history) -> dict:
+        """The last max_len - 1 known items with [MASK] appended, right-padded.
+
+        Args:
+            history: int [batch, L] model item ids, oldest first, 0 anywhere for none.
+
+        Returns:
+            `input_ids` and `input_mask`, int32 [batch, max_len].
+        """
+        max_len = self.model_config.max_len
+        items, lengths = last_items(history, max_len - 1)  # [batch, max_len - 1], [batch]
+        items = ops.pad(items, ((0, 0), (0, 1)))  # [batch, max_len]
+        positions = ops.expand_dims(ops.arange(max_len, dtype="int32"), 0)
+        at_mask = positions == ops.expand_dims(lengths, 1)
+        return {"input_ids": ops.where(at_mask, self.mask_token, items),
+                "input_mask": ops.cast(positions <= ops.expand_dims(lengths, 1), "int32")}
 
     def score_last(self, features: dict, training=None):
         """Logits at each row's last real position (the appended [MASK]), for ranking.
@@ -193,8 +225,23 @@ class BERT4Rec(keras.Model):
         """
         sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
         last = ops.sum(ops.cast(features["input_mask"], "int32"), axis=1) - 1  # [batch]
-        flat_last = _flat_positions(last, ops.shape(sequence_output)[1])  # [batch]
-        return self._logits_at(sequence_output, flat_last)
+        return self._logits_at(sequence_output, _flat_positions(last, ops.shape(sequence_output)[1]))
+
+    def score_next(self, history, training=None):
+        """Logits at the [MASK] appended to each history, float32 [batch, vocab_size]."""
+        return self.score_last(self.history_inputs(history), training=training)
+
+    def user_representation(self, history, training=None):
+        """The head's transformed state at the appended [MASK], float32 [batch, hidden_size].
+
+        `score_next` is this vector times the item table, plus the output bias.
+        """
+        features = self.history_inputs(history)
+        sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
+        last = ops.sum(ops.cast(features["input_mask"], "int32"), axis=1) - 1  # [batch]
+        flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
+        hidden = ops.take(flat_output, _flat_positions(last, ops.shape(sequence_output)[1]), axis=0)
+        return ops.cast(self.head.transform_hidden(ops.cast(hidden, "float32")), "float32")
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Weighted masked-item cross-entropy (see `masked_lm_loss`).

@@ -25,3 +25,77 @@ def masked_lm_loss(labels, logits, weights):
         ops.cast(labels, "int32"), logits, from_logits=True
     )  # [...]
     return ops.sum(weights * cross_entropy) / (ops.sum(weights) + LOSS_EPSILON)
+
+
+def _gather_rows(table, ids):
+    """Rows of `table` [vocab, d] (as float32) at int `ids` [...] -> [..., d]."""
+    return ops.take(ops.cast(table, "float32"), ids, axis=0)
+
+
+def next_item_bce_loss(hidden, item_table, positive_ids, negative_ids):
+    """SASRec's loss: binary cross-entropy of the next item against one negative, per position.
+
+    mean over positions with a next item of -log s(h . e_pos) - log(1 - s(h . e_neg)), where s is
+    the logistic function; positions with positive id 0 (padding) do not count.
+
+    Args:
+        hidden: [batch, seq_len, d] sequence output.
+        item_table: [vocab_size, d] the shared item embedding.
+        positive_ids: int [batch, seq_len] next items, 0 at padding.
+        negative_ids: int [batch, seq_len] sampled negatives.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    hidden = ops.cast(hidden, "float32")
+    positive = ops.sum(hidden * _gather_rows(item_table, positive_ids), axis=-1)  # [batch, seq_len]
+    negative = ops.sum(hidden * _gather_rows(item_table, negative_ids), axis=-1)  # [batch, seq_len]
+    weights = ops.cast(positive_ids != 0, "float32")
+    losses = ops.softplus(-positive) + ops.softplus(negative)  # -log s(p) - log(1 - s(n))
+    return ops.sum(weights * losses) / (ops.sum(weights) + LOSS_EPSILON)
+
+
+def next_item_ce_loss(hidden, item_table, positive_ids):
+    """Softmax cross-entropy of the next item over the whole vocabulary, at every non-padding position.
+
+    Only the positions with a next item are scored (packed), so padding costs nothing.
+
+    Args:
+        hidden: [batch, seq_len, d] sequence output.
+        item_table: [vocab_size, d] the shared item embedding.
+        positive_ids: int [batch, seq_len] next items, 0 at padding.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    flat_ids = ops.reshape(positive_ids, (-1,))  # [batch * seq_len]
+    real = ops.nonzero(flat_ids)[0]  # [num_real]
+    flat_hidden = ops.reshape(ops.cast(hidden, "float32"), (-1, ops.shape(hidden)[-1]))
+    logits = ops.matmul(ops.take(flat_hidden, real, axis=0), ops.transpose(ops.cast(item_table, "float32")))
+    labels = ops.take(flat_ids, real)
+    return masked_lm_loss(labels, logits, ops.ones_like(labels, dtype="float32"))
+
+
+def matching_loss(user_vectors, item_table, positive_ids, negative_ids, scale: float, weights=None):
+    """The matching task's loss (Zhang & Li): the [UID] output against the last item and negatives.
+
+    -(log s(c * e_pos . H_1) + log(1 - s(c * mean_j(e_neg_j . H_1)))), averaged over the instances
+    with weight 1 (instances without a matching target have weight 0).
+
+    Args:
+        user_vectors: [batch, d] H_1, the output at the [UID] token.
+        item_table: [vocab_size, d] the shared item embedding.
+        positive_ids: int [batch] the matched item (the sequence's last item).
+        negative_ids: int [batch, n] sampled negatives.
+        scale: c.
+        weights: float [batch] instance weights (None: all 1).
+
+    Returns:
+        Scalar float32 loss.
+    """
+    user_vectors = ops.cast(user_vectors, "float32")
+    positive = ops.sum(user_vectors * _gather_rows(item_table, positive_ids), axis=-1)  # [batch]
+    negative = ops.mean(ops.einsum("bd,bnd->bn", user_vectors, _gather_rows(item_table, negative_ids)), axis=-1)
+    losses = ops.softplus(-scale * positive) + ops.softplus(scale * negative)  # [batch]
+    weights = ops.ones_like(losses) if weights is None else ops.cast(weights, "float32")
+    return ops.sum(weights * losses) / (ops.sum(weights) + LOSS_EPSILON)

@@ -25,14 +25,16 @@ from keras import ops
 
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.instances import make_windows
-from bert4rec_tf.data.pipeline import dynamic_training_dataset, evaluation_features, static_training_dataset
-from bert4rec_tf.data.prepare import load_prepared, prepare
+from bert4rec_tf.data.negatives import NegativeSampler
+from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_histories, next_item_training_dataset,
+                                       static_training_dataset)
+from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.evaluator import evaluate, format_table
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import write_json_atomic
-from bert4rec_tf.training.instrumented import InstrumentedBERT4Rec
+from bert4rec_tf.models import SequentialRecommender, build_model
 from bert4rec_tf.training.optimization import make_optimizer
 from bert4rec_tf.training.run_folder import RunFolder
 
@@ -91,14 +93,14 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         patience: stop after this many validations without improvement (None: never).
         state: the resume state (see `run_folder.fresh_state`), updated in place.
         batch_size: instances per step, to count the stream position in instances.
-        attention_inputs: validation inputs whose average attention over the last 10 positions is
-            logged as heat-map images, per layer and head.
+        attention_histories: validation histories whose average attention over the last 10
+            positions is logged as heat-map images, per layer and head (None: no heat maps).
     """
 
     def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
-                 attention_inputs: dict[str, np.ndarray] | None = None):
+                 attention_histories: np.ndarray | None = None):
         super().__init__()
-        self.attention_inputs = attention_inputs
+        self.attention_histories = attention_histories
         self.run = run
         self.validate = validate
         self.patience = patience
@@ -139,10 +141,10 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         write_json_atomic(self.run.checkpoint("state.json"), self.state)
 
     def _log_attention(self, step: int) -> None:
-        if self.attention_inputs is None:
+        if self.attention_histories is None:
             return
         try:
-            maps = average_last_attention(self.model, self.attention_inputs, last=ATTENTION_WINDOW)
+            maps = average_last_attention(self.model, self.attention_histories, last=ATTENTION_WINDOW)
         except ValueError:  # no validation sequence is that long
             return
         with self.writer.as_default(step=step), tf.summary.record_if(True):
@@ -208,14 +210,48 @@ def intervals(done: int, total: int, every: int) -> list[tuple[int, int]]:
     return [(count, steps) for count, steps in ((full, every), (1 if rest else 0, rest)) if count]
 
 
+def training_stream(model: SequentialRecommender, config: ExperimentConfig, prepared: PreparedData,
+                    train: list[np.ndarray]):
+    """A function of the first instance number giving the model's endless, batched training stream.
+
+    Every pipeline is a pure function of the instance number, so a resumed run continues it exactly.
+
+    Args:
+        model: the model; its `TRAINING_INSTANCES` picks the pipeline.
+        config: the run's configuration.
+        prepared: the prepared data (the static TFRecords).
+        train: per user, the training items.
+    """
+    kind = model.TRAINING_INSTANCES
+    data, batch_size = config.data, config.train.batch_size
+    users = np.arange(1, len(train) + 1)
+    if kind == "next_item":
+        windows = make_windows(train, users, data.max_len + 1, data.prop_sliding_window)
+        sampler = NegativeSampler(train, prepared.num_items)
+        return lambda start: next_item_training_dataset(windows, data, sampler, batch_size=batch_size,
+                                                        start=start)
+    # The matching task's instances also carry negatives for the [UID] output.
+    matching = ({"sampler": NegativeSampler(train, prepared.num_items),
+                 "match_negatives": config.model.match_negatives} if kind == "masked_matching" else {})
+    if config.train.dynamic_masking:
+        windows = make_windows(train, users, data.max_len, data.prop_sliding_window)
+        return lambda start: dynamic_training_dataset(windows, data, prepared.num_items, batch_size=batch_size,
+                                                      start=start, **matching)
+    return lambda start: static_training_dataset(prepared.train_files, data, batch_size=batch_size, start=start,
+                                                 **matching)
+
+
 def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str | None = None,
                        source_file: str | None = None, strategy: str = "default", eval_every: int = 1000,
                        patience: int | None = None, verbose: int = 1) -> dict:
-    """Runs the main job and returns the test metrics {protocol: {metric: value}}.
+    """Runs the main job for the model `config.model.name` and returns the test metrics
+    {protocol: {metric: value}}.
 
     Re-running the same command in the same `model_dir` continues from the last checkpoint; the data
     stream continues at the instance where it stopped, so the result equals an uninterrupted run.
     `eval_every` may change between runs; a larger `train.train_steps` trains the run for longer.
+    A model with nothing to train (POP) takes its statistics from the training data and is evaluated
+    and exported at once.
 
     Raises:
         ValueError: for a folder holding another run, damaged run files, or `TrainingDiverged`.
@@ -229,12 +265,15 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
     state = run.check(config, prepared)
     sequences, candidates = prepared.sequences(), prepared.candidates()
+    train = training_sequences(sequences, config.data.split)
     keras.utils.set_random_seed(config.data.seed)
 
     with make_strategy(strategy).scope():
-        model = InstrumentedBERT4Rec(config.model, packed=True)
-        model.build()
-        model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
+        model = build_model(config.model)
+        model.fit_statistics(train)
+        trainable = bool(model.trainable_variables)
+        if trainable:
+            model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
         if state["step"]:
             model.optimizer.build(model.trainable_variables)
             load_checkpoint(model, run.checkpoint("latest.weights.h5"))
@@ -242,45 +281,32 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
                 generator.state.assign(np.asarray(value, dtype=generator.state.dtype))
     run.record(config, prepared)
 
-    windows = None
-    if config.train.dynamic_masking:
-        windows = make_windows(training_sequences(sequences, config.data.split),
-                               np.arange(1, sequences.num_users + 1), config.data.max_len,
-                               config.data.prop_sliding_window)
-
-    def training_stream(start: int) -> tf.data.Dataset:
-        if windows is not None:
-            return dynamic_training_dataset(windows, config.data, prepared.num_items,
-                                            batch_size=config.train.batch_size, start=start)
-        return static_training_dataset(prepared.train_files, config.data, batch_size=config.train.batch_size,
-                                       start=start)
-
     validate = None
-    attention_inputs = None
+    validation_histories = None
     if config.data.split == "valid":
         def validate(m):
             return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=("pop", "full"))
 
-        inputs = evaluation_features(sequences, "valid", config.data.max_len)
-        attention_inputs = {name: inputs[name][:ATTENTION_USERS] for name in ("input_ids", "input_mask")}
-    checkpointing = CheckpointAndValidate(run, validate, patience, state, config.train.batch_size, attention_inputs)
-    callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every))]
-    for count, steps in intervals(state["step"], config.train.train_steps, eval_every):
-        if checkpointing.stopped_early:
-            break
-        model.fit(training_stream(state["instances"]), epochs=count, steps_per_epoch=steps, callbacks=callbacks,
-                  verbose=verbose)
+        validation_histories = evaluation_histories(sequences, "valid", config.data.max_len)[0][:ATTENTION_USERS]
+    if trainable:
+        stream = training_stream(model, config, prepared, train)
+        checkpointing = CheckpointAndValidate(run, validate, patience, state, config.train.batch_size,
+                                              validation_histories if hasattr(model, "encode") else None)
+        callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every))]
+        for count, steps in intervals(state["step"], config.train.train_steps, eval_every):
+            if checkpointing.stopped_early:
+                break
+            model.fit(stream(state["instances"]), epochs=count, steps_per_epoch=steps, callbacks=callbacks,
+                      verbose=verbose)
 
     best = run.checkpoint("best.weights.h5")
     if validate is not None and os.path.isfile(best):
         load_checkpoint(model, best)
     results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
-    plain = model.plain()
     temporary = run.path(f"tmp-{os.getpid()}-model.keras")
-    plain.save(temporary)
+    model.save(temporary)
     os.replace(temporary, run.path("model.keras"))
-    replace_folder(run.path("export"), lambda target: export_saved_model(plain, sequences.item_ids,
-                                                                        config.data.max_len, target))
+    replace_folder(run.path("export"), lambda target: export_saved_model(model, sequences.item_ids, target))
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
                        "config": config.to_dict(), "data": run.data_record()})

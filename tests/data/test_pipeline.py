@@ -10,7 +10,7 @@ import pytest
 from bert4rec_tf.data.candidates import item_popularity, sample_negatives
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.instances import make_windows, write_static_instances
-from bert4rec_tf.data.pipeline import dynamic_training_dataset, evaluation_features, static_training_dataset
+from bert4rec_tf.data.pipeline import dynamic_training_dataset, evaluation_histories, static_training_dataset
 from bert4rec_tf.data.preprocess import UserSequences
 from tests.data.test_instances import NUM_ITEMS, small_config, small_windows
 
@@ -54,18 +54,12 @@ def test_dynamic_masks_are_fresh_each_epoch_deterministic_and_resumable():
     assert epoch0 != epoch1
 
 
-def test_evaluation_features_append_mask_to_the_last_max_len_minus_one_items():
+def test_evaluation_histories_keep_the_last_items_before_the_target():
     sequences = sequences_of([[1, 2, 3, 4, 5, 6, 7, 8], [9, 8, 7]], num_items=9)
-    test = evaluation_features(sequences, "test", max_len=5)
-    mask = 10
-    assert test["input_ids"].tolist() == [[4, 5, 6, 7, mask], [9, 8, mask, 0, 0]]
-    assert test["input_mask"].tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
-    assert test["masked_lm_positions"].tolist() == [[4], [2]]
-    assert test["masked_lm_ids"].tolist() == [[8], [7]]
-    assert test["info"].tolist() == [[1], [2]]
-    valid = evaluation_features(sequences, "valid", max_len=5)
-    assert valid["input_ids"].tolist() == [[3, 4, 5, 6, mask], [9, mask, 0, 0, 0]]
-    assert valid["masked_lm_ids"].tolist() == [[7], [8]]
+    histories, targets = evaluation_histories(sequences, "test", length=4)
+    assert histories.tolist() == [[4, 5, 6, 7], [9, 8, 0, 0]] and targets.tolist() == [8, 7]
+    histories, targets = evaluation_histories(sequences, "valid", length=4)
+    assert histories.tolist() == [[3, 4, 5, 6], [9, 0, 0, 0]] and targets.tolist() == [7, 8]
 
 
 @pytest.mark.parametrize("protocol", ["pop", "uniform"])
@@ -99,3 +93,30 @@ def test_too_few_items_to_sample_is_an_error():
     sequences = sequences_of([[1, 2, 3], [1, 2]], num_items=5)
     with pytest.raises(DataError, match="fewer than 3 items left"):
         sample_negatives(sequences, "pop", "test", 3, seed=0)
+
+
+def test_next_item_instances_shift_by_one_pad_on_the_left_and_draw_foreign_negatives():
+    from bert4rec_tf.config import DataConfig
+    from bert4rec_tf.data.negatives import NegativeSampler
+    from bert4rec_tf.data.pipeline import next_item_training_dataset
+
+    train = [np.array([1, 2, 3, 4, 5, 6, 7]), np.array([8, 9, 10])]
+    config = DataConfig(max_len=4)
+    windows = make_windows(train, np.array([1, 2]), 5, 0.5)  # max_len 4 + 1
+    sampler = NegativeSampler(train, 40)
+    instances = list(next_item_training_dataset(windows, config, sampler, start=0).take(len(windows) * 20)
+                     .as_numpy_iterator())
+    seen = set()
+    for instance in instances:
+        inputs, positives, negatives = instance["input_ids"], instance["positive_ids"], instance["negative_ids"]
+        row = [int(x) for x in inputs if x]
+        seen.add(tuple(row))
+        real = positives > 0
+        assert (inputs[real] > 0).all() and list(positives[real]) == row[1:] + [positives[real][-1]]
+        assert (inputs[: len(inputs) - len(row)] == 0).all()          # padding on the left
+        user_items = set(train[0]) if row[0] < 8 else set(train[1])
+        assert not set(negatives[real]) & user_items and (negatives[~real] == 0).all()
+    assert seen == {(1, 2, 3, 4), (3, 4, 5, 6), (8, 9)}
+    again = list(next_item_training_dataset(windows, config, sampler, start=5).take(3).as_numpy_iterator())
+    for first, second in zip(instances[5:8], again):
+        assert all((first[k] == second[k]).all() for k in first)      # resumable from any instance

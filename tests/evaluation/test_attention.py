@@ -9,7 +9,13 @@ from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_ima
 
 
 class FixedAttention:
-    """One layer, one head: position i attends to j with weight (i * 10 + j) / 1000 (a marker)."""
+    """One layer, one head: position i attends to j with weight (i * 10 + j) / 1000 (a marker).
+
+    Its input is the history itself, padding (0) on either side.
+    """
+
+    def history_inputs(self, history):
+        return {"input_ids": np.asarray(history)}
 
     def encode(self, features, training=False, return_attention_scores=False):
         batch, n = np.asarray(features["input_ids"]).shape
@@ -18,15 +24,16 @@ class FixedAttention:
 
 
 def test_window_ends_at_each_sequence_end_and_averages_users():
-    features = {"input_ids": np.ones((3, 6), dtype=np.int64),
-                "input_mask": np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]])}
-    out = average_last_attention(FixedAttention(), features, last=2)
+    histories = np.array([[5, 5, 5, 0, 0, 0], [5, 5, 5, 5, 5, 0], [5, 0, 0, 0, 0, 0], [0, 0, 0, 0, 5, 5]])
+    out = average_last_attention(FixedAttention(), histories, last=2)
     assert out.shape == (1, 1, 2, 2)
-    # user 1 window positions 1..2, user 2 positions 3..4; user 3 is too short
-    expected = (np.array([[11, 12], [21, 22]]) + np.array([[33, 34], [43, 44]])) / 2 / 1000.0
+    # user 1 window positions 1..2, user 2 positions 3..4, user 4 (padded on the left) 4..5;
+    # user 3 is too short
+    expected = (np.array([[11, 12], [21, 22]]) + np.array([[33, 34], [43, 44]])
+                + np.array([[44, 45], [54, 55]])) / 3 / 1000.0
     np.testing.assert_allclose(out[0, 0], expected)
     with pytest.raises(ValueError, match="no sequence has 7 positions"):
-        average_last_attention(FixedAttention(), features, last=7)
+        average_last_attention(FixedAttention(), histories, last=7)
 
 
 def test_heatmap_image_shape_and_range():

@@ -27,7 +27,7 @@ def export_tiny(run_dir: str, items: list[str], max_len: int = MAX_LEN) -> BERT4
     model = BERT4Rec(ModelConfig(vocab_size=vocab_size(len(items)), max_len=max_len, hidden_size=8, num_heads=2,
                                  intermediate_size=16, num_layers=1))
     model.build()
-    export_saved_model(model, np.array(items), max_len, os.path.join(run_dir, "export"))
+    export_saved_model(model, np.array(items), os.path.join(run_dir, "export"))
     return model
 
 

@@ -13,15 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert4rec_tf.export.saved_model import encode_history, read_vocabulary, unseen_items
+from bert4rec_tf.export.saved_model import read_vocabulary, unseen_items
 from tests.export.conftest import ITEMS, UNICODE_ITEMS, export_tiny
-
-
-def test_encode_history_left_aligns_keeps_the_last_items_and_appends_mask():
-    ids = tf.constant([[0, 3, 0, 4, 5, 6], [0, 0, 0, 0, 0, 0], [7, 0, 0, 0, 0, 1]], tf.int64)
-    input_ids, input_mask = encode_history(ids, 4, 9)
-    assert input_ids.numpy().tolist() == [[4, 5, 6, 9], [9, 0, 0, 0], [7, 1, 9, 0]]
-    assert input_mask.numpy().tolist() == [[1, 1, 1, 1], [1, 0, 0, 0], [1, 1, 1, 0]]
 
 
 def test_unseen_items_drops_each_rows_history_and_ignores_padding():
@@ -56,7 +49,7 @@ def test_fresh_process_without_the_package_answers_both_signatures(tiny_run):
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["signatures"] == ["score_candidates", "serving_default"]
+    assert out["signatures"] == ["score_candidates", "serving_default", "user_embedding"]
     assert out["shapes"] == [[2, 10], [2, 10], [2, 3]] and out["num_items"] == [10, 10]
     features = {"input_ids": np.array([[1, 2, 31, 0, 0, 0], [31, 0, 0, 0, 0, 0]]),
                 "input_mask": np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]])}

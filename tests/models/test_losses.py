@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bert4rec_tf.constants import LOSS_EPSILON
-from bert4rec_tf.models import masked_lm_loss
+from bert4rec_tf.models import masked_lm_loss, matching_loss, next_item_bce_loss, next_item_ce_loss
 
 
 def _cross_entropy(logits: list[float], label: int) -> float:
@@ -36,3 +36,41 @@ def test_flat_packed_layout_gives_the_same_loss():
 def test_no_real_slot_gives_zero():
     loss = masked_lm_loss(np.zeros((1, 2), "int32"), np.zeros((1, 2, 3), "float32"), np.zeros((1, 2)))
     assert float(loss) == 0.0
+
+
+def _log_sigmoid(x: float) -> float:
+    return -math.log1p(math.exp(-x))
+
+
+def test_next_item_bce_loss_by_hand():
+    # d = 2, vocab 4; two sequences of 2 positions, the second's first position is padding.
+    table = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "float32")
+    hidden = np.array([[[0.5, -1.0], [2.0, 0.0]], [[9.0, 9.0], [0.0, 1.0]]], "float32")
+    positives = np.array([[1, 3], [0, 2]])
+    negatives = np.array([[2, 2], [3, 1]])
+    # position (0,0): h.e1 = 0.5, h.e2 = -1; (0,1): h.e3 = 2, h.e2 = 0; (1,1): h.e2 = 1, h.e1 = 0
+    terms = [(0.5, -1.0), (2.0, 0.0), (1.0, 0.0)]
+    by_hand = sum(-_log_sigmoid(p) - math.log(1 - 1 / (1 + math.exp(-n))) for p, n in terms) / (3 + LOSS_EPSILON)
+    loss = float(next_item_bce_loss(hidden, table, positives, negatives))
+    assert loss == pytest.approx(by_hand, rel=1e-6)
+
+
+def test_next_item_ce_loss_scores_every_item_at_real_positions():
+    table = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], "float32")
+    hidden = np.array([[[1.0, 2.0], [3.0, -1.0]]], "float32")
+    positives = np.array([[2, 0]])  # the second position is padding
+    # logits at position 0: [0, 1, 2]; label 2: log(1 + e + e^2) - 2
+    by_hand = math.log(1 + math.e + math.e ** 2) - 2
+    assert float(next_item_ce_loss(hidden, table, positives)) == pytest.approx(by_hand / (1 + LOSS_EPSILON), rel=1e-6)
+
+
+def test_matching_loss_by_hand():
+    table = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "float32")
+    users = np.array([[0.2, 0.1], [5.0, 5.0]], "float32")
+    positives = np.array([1, 3])
+    negatives = np.array([[2, 3], [1, 2]])
+    # user 0: pos 0.2, negatives 0.1 and 0.3 -> mean 0.2; user 1 has weight 0
+    c = 10.0
+    by_hand = -_log_sigmoid(c * 0.2) - math.log(1 - 1 / (1 + math.exp(-c * 0.2)))
+    loss = matching_loss(users, table, positives, negatives, c, weights=np.array([1.0, 0.0]))
+    assert float(loss) == pytest.approx(by_hand / (1 + LOSS_EPSILON), rel=1e-6)

@@ -1,0 +1,64 @@
+"""The boundary between a sequential recommender and the shared training, evaluation and export code.
+
+A model is a `SequentialRecommender` subclass. The trainer, the evaluator, the serving export,
+TensorBoard and the checkpoints only use what is declared here:
+
+- `TRAINING_INSTANCES`: which training pipeline of `bert4rec_tf.data.pipeline` feeds it ("masked":
+  Cloze instances; "next_item": shifted sequences with negatives; "masked_matching": Cloze
+  instances with a matching target; "none": nothing to train).
+- `history_inputs(history)`: how a raw history becomes the model's input;
+- `score_next(history)`: scores of every vocabulary entry as the next item, [batch, vocab_size];
+- `user_representation(history)`: the user vector the model scores with, [batch, d];
+- `call(features)` and `compute_loss(x, y_pred)`: the training forward pass and loss;
+- `fit_statistics(train_sequences)`: counts a model takes from the training data before training.
+
+`history` is int [batch, L] model item ids, oldest first, any L; 0 (padding or an unknown id) may
+appear anywhere and is skipped. `train_step` is shared: it also reports the global norm of the
+gradient (before clipping) and the learning rate.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import keras
+
+
+class SequentialRecommender(keras.Model):
+    """Base class of every model; see the module docstring for the contract."""
+
+    TRAINING_INSTANCES = "masked"
+
+    def history_inputs(self, history) -> dict:
+        """The model's input features for raw histories int [batch, L]."""
+        raise NotImplementedError
+
+    def score_next(self, history, training=None):
+        """float32 [batch, vocab_size]: the score of every vocabulary entry as the next item."""
+        raise NotImplementedError
+
+    def user_representation(self, history, training=None):
+        """float32 [batch, d]: the user vector that `score_next` scores the items with."""
+        raise NotImplementedError
+
+    def fit_statistics(self, train_sequences: list) -> None:
+        """Takes what the model needs from the training sequences (nothing by default)."""
+
+    def train_step(self, data):
+        """One optimisation step that also logs `grad_norm` (before clipping) and `learning_rate`.
+
+        Under a `tf.distribute` strategy each replica's loss is divided by the number of replicas,
+        since the replicas' gradients are summed; `grad_norm` is then the norm of one replica's share.
+        The step is TensorFlow's (tf.GradientTape), as `model.fit` runs on the TensorFlow backend.
+        """
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            predictions = self(data, training=True)
+            loss = self.compute_loss(x=data, y_pred=predictions)
+            scaled = self.optimizer.scale_loss(loss / replicas)
+        gradients = tape.gradient(scaled, self.trainable_variables)
+        norm = tf.linalg.global_norm(gradients)
+        rate = self.optimizer.learning_rate  # the rate of this step
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        self._loss_tracker.update_state(loss)
+        return {"loss": self._loss_tracker.result(), "grad_norm": norm,
+                "learning_rate": tf.convert_to_tensor(rate)}

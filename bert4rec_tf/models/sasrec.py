@@ -1,0 +1,137 @@
+"""SASRec (Kang & McAuley, ICDM 2018): causal self-attention over the latest items, next-item training."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+from keras import ops
+
+from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.constants import PAD_ID
+from bert4rec_tf.layers import ItemEmbedding, TransformerBlock
+from bert4rec_tf.models.base import SequentialRecommender
+from bert4rec_tf.models.history import last_items
+from bert4rec_tf.models.losses import next_item_bce_loss, next_item_ce_loss
+
+LOSSES = ("bce", "ce")
+
+
+@keras.saving.register_keras_serializable(package="bert4rec_tf")
+class SASRec(SequentialRecommender):
+    """SASRec as SPEC.md describes it, from the shared layers.
+
+    F0 = LN(Dropout(E[item] + P[position])) over the latest max_len items padded at the beginning;
+    `num_layers` post-LN blocks LN(x + Dropout(g(x))) with causal attention and a point-wise ReLU
+    FFN of width `intermediate_size` (d in the paper); the score of item i after position l is
+    F_l . E_i with the shared item table, no output bias and no transform.
+
+    Loss (`config.loss`): "bce", the paper's binary cross-entropy of the next item against one
+    negative per position (drawn by the input pipeline from items the user never had), padding
+    ignored; or "ce", softmax cross-entropy over all items at every non-padding position.
+
+    Features for training (a dict of tensors, from the "next_item" pipeline):
+        input_ids: int [batch, max_len] items, padded on the left with 0.
+        positive_ids: int [batch, max_len] the next item at each position, 0 at padding.
+        negative_ids: int [batch, max_len] a sampled negative at each position ("bce").
+
+    Args:
+        config: the model section of the configuration (or its dict form).
+        **kwargs: passed to `keras.Model`.
+    """
+
+    TRAINING_INSTANCES = "next_item"
+
+    def __init__(self, config: ModelConfig | dict, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = ModelConfig(**config)
+        if config.vocab_size <= 0:
+            raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
+        if config.loss not in LOSSES:
+            raise ValueError(f"SASRec's loss must be one of {', '.join(LOSSES)}, got {config.loss!r}")
+        self.model_config = config
+        self.embedding = ItemEmbedding(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_len=config.max_len,
+            hidden_dropout=config.hidden_dropout,
+            use_position_embedding=config.use_position_embedding,
+            dropout_before_norm=True,
+            dtype=self.dtype_policy,
+            name="embedding",
+        )
+        self.transformer_blocks = [
+            TransformerBlock(
+                hidden_size=config.hidden_size,
+                num_heads=config.num_heads,
+                intermediate_size=config.intermediate_size,
+                hidden_dropout=config.hidden_dropout,
+                attention_dropout=config.attention_dropout,
+                use_ffn=config.use_ffn,
+                use_layer_norm=config.use_layer_norm,
+                use_residual=config.use_residual,
+                causal=True,
+                activation="relu",
+                dtype=self.dtype_policy,
+                name=f"transformer_block_{index}",
+            )
+            for index in range(config.num_layers)
+        ]
+
+    def build(self, input_shape=None):
+        """Creates every weight; the shapes come from the configuration."""
+        self.embedding.build()
+        for block in self.transformer_blocks:
+            block.build((None, self.model_config.max_len, self.model_config.hidden_size))
+        self.built = True
+
+    def encode(self, features: dict, training=None, return_attention_scores: bool = False):
+        """The causal Transformer's output [batch, max_len, hidden] (and per-layer attention)."""
+        if not self.built:
+            self.build()
+        padding_mask = ops.cast(features["input_ids"] != PAD_ID, "int32")
+        hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
+        attention_scores = []
+        for block in self.transformer_blocks:
+            hidden, probs = block(hidden, padding_mask=padding_mask, training=training, return_attention_scores=True)
+            attention_scores.append(probs)
+        if return_attention_scores:
+            return hidden, attention_scores
+        return hidden
+
+    def _item_scores(self, hidden):
+        """hidden [..., d] . E^T -> float32 [..., vocab_size]."""
+        table = ops.cast(self.embedding.item_embeddings, "float32")
+        return ops.matmul(ops.cast(hidden, "float32"), ops.transpose(table))
+
+    def call(self, features: dict, training=None):
+        """The sequence output [batch, max_len, hidden]; the loss scores it."""
+        return self.encode(features, training=training)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The configured loss over the non-padding positions (see the class docstring)."""
+        positives = ops.cast(x["positive_ids"], "int32")
+        if self.model_config.loss == "bce":
+            return next_item_bce_loss(y_pred, self.embedding.item_embeddings, positives,
+                                      ops.cast(x["negative_ids"], "int32"))
+        return next_item_ce_loss(y_pred, self.embedding.item_embeddings, positives)
+
+    def history_inputs(self, history) -> dict:
+        """The latest max_len known items, padded on the left: `input_ids` int32 [batch, max_len]."""
+        items, _ = last_items(history, self.model_config.max_len, pad_left=True)
+        return {"input_ids": items}
+
+    def user_representation(self, history, training=None):
+        """F at the last position (the newest item), float32 [batch, hidden_size]."""
+        hidden = self.encode(self.history_inputs(history), training=training)  # [batch, max_len, hidden]
+        return ops.cast(hidden[:, -1, :], "float32")
+
+    def score_next(self, history, training=None):
+        """F_last . E^T, float32 [batch, vocab_size]."""
+        return self._item_scores(self.user_representation(history, training=training))
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(config=dataclasses.asdict(self.model_config))
+        return config

@@ -1,0 +1,60 @@
+"""Every model exports the same SavedModel: three signatures, answered in a fresh process without
+bert4rec_tf, equal to the Keras model's `score_next` and `user_representation`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.constants import vocab_size
+from bert4rec_tf.export.saved_model import export_saved_model
+from bert4rec_tf.models import MODELS, build_model
+
+ITEMS = [f"i{k}" for k in range(1, 21)]
+HISTORIES = [["i1", "", "i2", "nope", "i3"], ["", "", "", "", "i7"]]
+
+LOADER = r"""
+import importlib.abc, json, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "bert4rec_tf":
+            raise ImportError("bert4rec_tf must not be needed")
+sys.meta_path.insert(0, Block())
+import tensorflow as tf
+loaded = tf.saved_model.load(sys.argv[1])
+history = tf.constant(json.loads(sys.argv[2]))
+top = loaded.signatures["serving_default"](history=history)
+scored = loaded.signatures["score_candidates"](history=history, candidates=tf.constant([["i4", "i5"], ["i6", "i1"]]))
+user = loaded.signatures["user_embedding"](history=history)
+print(json.dumps({"signatures": sorted(loaded.signatures.keys()),
+                  "item_ids": [[x.decode() for x in row] for row in top["item_ids"].numpy()],
+                  "scores": scored["scores"].numpy().tolist(), "embedding": user["embedding"].numpy().tolist(),
+                  "dtype": user["embedding"].dtype.name}))
+"""
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_model_serves_three_signatures_from_a_fresh_process(name, tmp_path):
+    config = ModelConfig(name=name, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
+                         intermediate_size=16, num_layers=1, loss="bce" if name == "sasrec" else "ce")
+    model = build_model(config)
+    model.fit_statistics([np.arange(1, 21) % 7 + 1])
+    directory = export_saved_model(model, np.array(ITEMS), str(tmp_path / "export"))
+    result = subprocess.run([sys.executable, "-c", LOADER, directory, json.dumps(HISTORIES)], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["signatures"] == ["score_candidates", "serving_default", "user_embedding"]
+    history = np.array([[1, 0, 2, 0, 3], [0, 0, 0, 0, 7]])
+    scores = np.asarray(model.score_next(history))
+    np.testing.assert_allclose(out["scores"], [scores[0, [4, 5]], scores[1, [6, 1]]], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["embedding"], np.asarray(model.user_representation(history)), rtol=1e-5,
+                               atol=1e-5)
+    assert out["dtype"] == "float32"
+    assert not {"i1", "i2", "i3"} & set(out["item_ids"][0]) and "i7" not in out["item_ids"][1]

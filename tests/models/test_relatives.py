@@ -1,0 +1,128 @@
+"""Every model through the shared boundary: SASRec, POP, BERT4Rec with matching (and BERT4Rec)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.constants import vocab_size
+from bert4rec_tf.models import MODELS, POP, SASRec, build_model
+
+NUM_ITEMS = 12
+MAX_LEN = 6
+HISTORY = np.array([[1, 2, 3, 4, 0, 0], [5, 0, 0, 0, 0, 0], [0, 7, 8, 9, 10, 11]])
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    keras.utils.set_random_seed(5)
+
+
+def config(name: str, **changes) -> ModelConfig:
+    values = dict(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=8, num_heads=2,
+                  intermediate_size=16, num_layers=2, hidden_dropout=0.1, attention_dropout=0.1,
+                  loss="bce" if name == "sasrec" else "ce")
+    values.update(changes)
+    return ModelConfig(**values)
+
+
+def training_batch(name: str) -> dict[str, np.ndarray]:
+    """A small batch of the model's training features."""
+    rng = np.random.default_rng(0)
+    if name == "sasrec":
+        inputs = np.array([[0, 0, 1, 2, 3, 4], [0, 5, 6, 7, 8, 9]])
+        positives = np.array([[0, 0, 2, 3, 4, 5], [0, 6, 7, 8, 9, 10]])
+        negatives = np.where(positives > 0, 12, 0)
+        return {"input_ids": inputs, "positive_ids": positives, "negative_ids": negatives}
+    features = {"input_ids": np.array([[1, 13, 3, 4, 0, 0], [5, 6, 13, 0, 0, 0]]),
+                "input_mask": np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0]]),
+                "masked_lm_positions": np.array([[1, 0], [2, 0]]), "masked_lm_ids": np.array([[2, 0], [7, 0]]),
+                "masked_lm_weights": np.array([[1.0, 0.0], [1.0, 0.0]], "float32")}
+    if name == "bert4rec_match":
+        features["match_positive"] = np.array([[9], [0]])
+        features["match_negatives"] = rng.integers(10, 13, (2, 5))
+    return features
+
+
+@pytest.mark.parametrize("name", ["bert4rec", "sasrec", "bert4rec_match"])
+def test_one_fit_step_trains_every_weight_and_logs_the_gradient_norm(name):
+    model = build_model(config(name, hidden_dropout=0.0, attention_dropout=0.0))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    before = [v.numpy().copy() for v in model.trainable_variables]
+    logs = model.fit(training_batch(name), batch_size=2, epochs=1, verbose=0).history
+    assert np.isfinite(logs["loss"][0]) and logs["grad_norm"][0] > 0
+    unchanged = [v.path for v, old in zip(model.trainable_variables, before) if np.array_equal(v.numpy(), old)]
+    if name == "bert4rec_match":  # the masked-item head's bias row of the unseen [UID] logit is sliced off
+        unchanged = [path for path in unchanged if not path.endswith("output_bias")]
+    assert not unchanged, unchanged
+
+
+def test_sasrec_attention_is_causal():
+    model = build_model(config("sasrec"))
+    inputs = {"input_ids": np.array([[0, 1, 2, 3, 4, 5]])}
+    changed = {"input_ids": np.array([[0, 1, 2, 3, 9, 11]])}
+    before, after = np.asarray(model.encode(inputs)), np.asarray(model.encode(changed))
+    # Real positions before the change are unchanged (position 0 is padding, which nothing reads).
+    np.testing.assert_array_equal(before[:, 1:4], after[:, 1:4])
+    assert not np.allclose(before[:, 4:], after[:, 4:])
+
+
+def test_sasrec_scores_are_the_last_output_times_the_item_table_without_bias():
+    model = build_model(config("sasrec"))
+    representation = np.asarray(model.user_representation(HISTORY))
+    table = np.asarray(model.embedding.item_embeddings)
+    np.testing.assert_allclose(np.asarray(model.score_next(HISTORY)), representation @ table.T, rtol=1e-5, atol=1e-6)
+    assert not [w.path for w in model.weights if "output_bias" in w.path]
+
+
+def test_pop_scores_are_the_training_counts():
+    model = POP(config("pop"))
+    model.fit_statistics([np.array([1, 2, 2, 3]), np.array([2, 3, 12])])
+    expected = np.zeros(vocab_size(NUM_ITEMS))
+    expected[[1, 2, 3, 12]] = [1, 3, 2, 1]
+    scores = np.asarray(model.score_next(HISTORY))
+    assert scores.shape == (3, vocab_size(NUM_ITEMS))
+    np.testing.assert_array_equal(scores, np.tile(expected, (3, 1)))
+    assert np.asarray(model.user_representation(HISTORY)).tolist() == [[1.0]] * 3
+    assert not model.trainable_variables
+
+
+def test_bert4rec_scores_are_its_representation_times_the_table_plus_bias():
+    model = build_model(config("bert4rec"))
+    representation = np.asarray(model.user_representation(HISTORY))
+    table = np.asarray(model.embedding.item_embeddings)
+    expected = representation @ table.T + np.asarray(model.head.output_bias)
+    np.testing.assert_allclose(np.asarray(model.score_next(HISTORY)), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_matching_model_prepends_one_uid_token_and_represents_users_by_its_output():
+    model = build_model(config("bert4rec_match"))
+    assert model.embedding.vocab_size == vocab_size(NUM_ITEMS) + 1 and model.embedding.max_len == MAX_LEN + 1
+    scores = np.asarray(model.score_next(HISTORY))
+    assert scores.shape == (3, vocab_size(NUM_ITEMS))
+    features = model.history_inputs(HISTORY)
+    _, user, _ = model._encode_with_user(features)
+    np.testing.assert_array_equal(np.asarray(model.user_representation(HISTORY)), np.asarray(user))
+    # The [UID] output depends on the items: two histories, two vectors.
+    assert not np.allclose(np.asarray(user)[0], np.asarray(user)[1])
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_survives_keras_save_and_reload(name, tmp_path):
+    model = build_model(config(name))
+    if name == "pop":
+        model.fit_statistics([np.array([1, 2, 2, 3])])
+    path = tmp_path / f"{name}.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert type(restored) is type(model)
+    np.testing.assert_array_equal(np.asarray(restored.score_next(HISTORY)), np.asarray(model.score_next(HISTORY)))
+    np.testing.assert_array_equal(np.asarray(restored.user_representation(HISTORY)),
+                                  np.asarray(model.user_representation(HISTORY)))
+
+
+def test_sasrec_rejects_an_unknown_loss():
+    with pytest.raises(ValueError, match="SASRec's loss"):
+        SASRec(config("sasrec", loss="hinge"))
