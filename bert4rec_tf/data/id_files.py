@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+from bert4rec_tf.data.errors import DataError
+
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
@@ -27,7 +29,7 @@ def unescape_id(text: str, path: str | None = None, line: int | None = None) -> 
     """The inverse of `escape_id`.
 
     Raises:
-        ValueError: for a backslash not followed by one of ``\\ t n r``, naming `path` and `line`.
+        DataError: for a backslash not followed by one of ``\\ t n r``, naming `path` and `line`.
     """
     if "\\" not in text:
         return text
@@ -39,8 +41,7 @@ def unescape_id(text: str, path: str | None = None, line: int | None = None) -> 
             continue
         following = next(characters, "")
         if following not in _UNESCAPES:
-            where = f"{path}, line {line}: " if path is not None else ""
-            raise ValueError(f"{where}bad escape '\\{following}' in id {text!r}")
+            raise DataError(f"bad escape '\\{following}' in id {text!r}", path, line)
         out.append(_UNESCAPES[following])
     return "".join(out)
 
@@ -56,9 +57,12 @@ def read_ids(path: str | os.PathLike) -> list[str]:
     """Reads a file written by `write_ids`.
 
     Raises:
-        ValueError: for a malformed escape, naming the file and line.
+        DataError: for a malformed escape or text that is not UTF-8, naming the file (and line).
     """
     path = os.fspath(path)
-    with open(path, encoding="utf-8", newline="\n") as handle:
-        return [unescape_id(line[:-1] if line.endswith("\n") else line, path, number)
-                for number, line in enumerate(handle, start=1)]
+    try:
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            return [unescape_id(line[:-1] if line.endswith("\n") else line, path, number)
+                    for number, line in enumerate(handle, start=1)]
+    except UnicodeDecodeError as error:
+        raise DataError(f"not UTF-8 text ({error.reason} at byte {error.start})", path) from None

@@ -5,12 +5,16 @@ source, holding:
 
 - ``train-*-of-*.tfrecord``: the static masked instances;
 - ``sequences.npz``: every user's items (CSR: ``items``, ``offsets``), no pickle;
-- ``vocab.txt`` (raw item id of model id i on line i) and ``users.txt`` (raw user ids);
+- ``vocab.txt`` (raw item id of model id i on line i) and ``users.txt`` (raw user ids), written
+  with `bert4rec_tf.data.id_files` so that any Unicode id round-trips;
 - ``candidates.npz``: sampled negatives, ``pop_valid``, ``pop_test``, ``uniform_valid``, ...;
 - ``metadata.json``: vocabulary size, special ids, counts, configuration, seed, file checksums.
 
-Everything is written into a temporary folder that is renamed when complete, so a folder with the
-final name is always whole.
+Everything is written into a temporary folder ``<key>.incomplete-<pid>`` that is renamed when
+complete, so a folder with the final name is always whole; temporary folders left by processes that
+no longer run are removed. A folder is reused only after every file has been checked against the
+size and SHA-256 recorded in ``metadata.json``; a damaged one is prepared again, with a warning
+naming the damaged file.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data import instances as instances_lib
 from bert4rec_tf.data import masking
 from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.id_files import read_ids, write_ids
 from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.registry import get_spec
@@ -39,7 +44,8 @@ from bert4rec_tf.data.split import training_sequences
 
 logger = logging.getLogger("bert4rec_tf")
 METADATA = "metadata.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_INCOMPLETE = ".incomplete-"
 
 
 def default_data_dir() -> str:
@@ -69,9 +75,11 @@ class PreparedData:
 
     def sequences(self) -> UserSequences:
         arrays = np.load(os.path.join(self.directory, "sequences.npz"), allow_pickle=False)
-        return UserSequences(user_ids=_read_lines(os.path.join(self.directory, "users.txt")),
-                             item_ids=_read_lines(os.path.join(self.directory, "vocab.txt")),
+        return UserSequences(user_ids=self._ids("users.txt"), item_ids=self._ids("vocab.txt"),
                              offsets=arrays["offsets"], items=arrays["items"])
+
+    def _ids(self, name: str) -> np.ndarray:
+        return np.asarray(read_ids(os.path.join(self.directory, name)), dtype=object)
 
     def candidates(self) -> dict[str, np.ndarray]:
         with np.load(os.path.join(self.directory, "candidates.npz"), allow_pickle=False) as arrays:
@@ -95,16 +103,34 @@ def output_directory(config: DataConfig, data_dir: str, identity: str) -> str:
 
 
 def load_prepared(directory: str) -> PreparedData | None:
-    """The prepared data in `directory`, or None when it is missing or incomplete."""
-    path = os.path.join(directory, METADATA)
-    if not os.path.isfile(path):
+    """The prepared data in `directory` after checking every file, or None when there is none.
+
+    Each file listed in ``metadata.json`` must have the recorded size and SHA-256 (a fraction of a
+    second for ML-1m's 110 MB).
+
+    Raises:
+        DataError: naming the first file that is missing or damaged (``metadata.json`` included).
+    """
+    if not os.path.isdir(directory):
         return None
-    with open(path) as handle:
-        metadata = json.load(handle)
-    for name, entry in metadata["files"].items():
+    path = os.path.join(directory, METADATA)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            metadata = json.load(handle)
+        files = metadata["files"]
+        if metadata["format_version"] != FORMAT_VERSION:
+            raise ValueError(f"format version {metadata['format_version']}, not {FORMAT_VERSION}")
+        checks = [(name, int(entry["bytes"]), str(entry["sha256"])) for name, entry in files.items()]
+    except FileNotFoundError:
+        raise DataError("missing", path) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise DataError(f"damaged, not the metadata of prepared data ({error})", path) from None
+    for name, size, digest in checks:
         file = os.path.join(directory, name)
-        if not os.path.isfile(file) or os.path.getsize(file) != entry["bytes"]:
-            return None
+        if not os.path.isfile(file):
+            raise DataError("missing", file)
+        if os.path.getsize(file) != size or download_lib.sha256_of(file) != digest:
+            raise DataError(f"damaged: its size or SHA-256 differs from the one recorded in {METADATA}", file)
     return PreparedData(directory=directory, metadata=metadata)
 
 
@@ -120,7 +146,8 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
         progress: show progress bars.
 
     Raises:
-        DataError: for bad input, naming the file and line.
+        DataError: for bad input, naming the file and line, or a catalogue too small for
+            `config.num_negatives` (before any file is written).
         ValueError: for an unknown data set or split.
     """
     from bert4rec_tf.data.tfds_builders import load_user_sequences  # heavy import, only when building
@@ -129,9 +156,14 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
     data_dir = data_dir or default_data_dir()
     identity = source_identity(source_file)
     directory = output_directory(config, data_dir, identity)
-    prepared = load_prepared(directory)
+    _remove_abandoned(os.path.dirname(directory))
+    try:
+        prepared = load_prepared(directory)
+    except DataError as damage:
+        logger.warning("%s; preparing the data again", damage)
+        prepared = None
     if prepared is not None:
-        logger.info("reusing prepared data in %s", directory)
+        logger.info("reusing prepared data in %s (every file checked)", directory)
         return prepared
 
     started = time.time()
@@ -139,20 +171,23 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
     train = training_sequences(sequences, config.split)
     if config.split == "valid" and sequences.lengths.min() < 3:
         raise DataError("the validation split needs at least 3 items per user")
+    candidates = sampled_candidates(sequences, config)
     windows = instances_lib.make_windows(train, np.arange(1, sequences.num_users + 1), config.max_len,
                                          config.prop_sliding_window)
 
     if os.path.isdir(directory):
-        shutil.rmtree(directory)  # an incomplete earlier attempt
-    temporary = f"{directory}.incomplete-{os.getpid()}"
+        shutil.rmtree(directory)  # a damaged earlier preparation
+    temporary = f"{directory}{_INCOMPLETE}{os.getpid()}"
     shutil.rmtree(temporary, ignore_errors=True)
     os.makedirs(temporary)
-    shards = instances_lib.write_static_instances(windows, config, sequences.num_items, temporary,
-                                                  workers=workers, progress=progress)
+    shards = {}
+    if config.static_instances:
+        shards = instances_lib.write_static_instances(windows, config, sequences.num_items, temporary,
+                                                      workers=workers, progress=progress)
     np.savez(os.path.join(temporary, "sequences.npz"), items=sequences.items, offsets=sequences.offsets)
-    np.savez(os.path.join(temporary, "candidates.npz"), **sampled_candidates(sequences, config))
-    _write_lines(os.path.join(temporary, "vocab.txt"), sequences.item_ids)
-    _write_lines(os.path.join(temporary, "users.txt"), sequences.user_ids)
+    np.savez(os.path.join(temporary, "candidates.npz"), **candidates)
+    write_ids(os.path.join(temporary, "vocab.txt"), sequences.item_ids)
+    write_ids(os.path.join(temporary, "users.txt"), sequences.user_ids)
 
     files = {name: {"bytes": os.path.getsize(os.path.join(temporary, name)),
                     "sha256": download_lib.sha256_of(os.path.join(temporary, name))}
@@ -175,8 +210,8 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
         "num_instances": int(sum(shards.values())),
         "shards": shards,
         "feature_spec": {name: {"shape": list(spec.shape), "dtype": spec.dtype.name}
-                         for name, spec in masking.feature_spec(config.max_len,
-                                                                config.max_predictions_per_seq).items()},
+                         for name, spec in masking.feature_spec(config.max_len, config.max_predictions_per_seq,
+                                                                config.matching).items()},
         "files": files,
         "seconds": round(time.time() - started, 1),
     }
@@ -186,12 +221,23 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
     return PreparedData(directory=directory, metadata=metadata)
 
 
-def _write_lines(path: str, values: np.ndarray) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        for value in values:
-            handle.write(f"{value}\n")
+def _remove_abandoned(parent: str) -> None:
+    """Removes the temporary ``<key>.incomplete-<pid>`` folders in `parent` of processes that no longer run."""
+    if not os.path.isdir(parent):
+        return
+    for name in sorted(os.listdir(parent)):
+        pid = name.rpartition(_INCOMPLETE)[2]
+        if _INCOMPLETE in name and pid.isdigit() and not _process_running(int(pid)):
+            logger.warning("removing %s, left incomplete by process %s, which no longer runs",
+                           os.path.join(parent, name), pid)
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
-def _read_lines(path: str) -> np.ndarray:
-    with open(path, encoding="utf-8") as handle:
-        return np.asarray([line.rstrip("\n") for line in handle], dtype=str)
+def _process_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it runs, as another user
+    return True

@@ -1,8 +1,19 @@
 """The paper's preprocessing: implicit feedback, stable time order, user and item filters, id maps.
 
-Id order (documented, fixed): when every raw id of a kind is an integer the model ids follow the
-numeric order (so the original's preprocessed files keep their ids 1..n); otherwise they follow the
-order of first appearance in the time-sorted data. Real items get ids 1..n, users 1..U.
+Time order: each user's interactions are sorted by the exact value of their timestamps (see
+`bert4rec_tf.data.readers`), ties kept in file order.
+
+Id order (documented, fixed, the same for users and items): raw ids that are positive integers
+(ASCII digits, not all zeros) come first, in numeric order, so files whose ids are 1..n, like the
+original's preprocessed files, keep them. Every other id (``0``, ``-3``, ``1.5``, ``sku-7``) follows,
+in order of first appearance in the time-sorted data. A stray other id therefore never renumbers the
+integer ids; the report counts the other ids (`item_ids_not_positive_integers`,
+`user_ids_not_positive_integers`). Spellings of one number (``7``, ``007``) are different ids,
+ordered by first appearance. Real items get ids 1..n, users 1..U.
+
+Duplicate rows: an interaction with the same user, item and timestamp as an earlier one (the same
+user and item, in files without timestamps) is kept, because implicit feedback counts every
+interaction, as the original code did; the report counts them (`duplicate_rows`).
 """
 
 from __future__ import annotations
@@ -21,11 +32,11 @@ class UserSequences:
     """Time-ordered item sequences of all users, in compressed form.
 
     Attributes:
-        user_ids: raw user ids, [num_users] (str); user u (0-based) has model user id u + 1.
-        item_ids: raw item ids, [num_items] (str); model item id i is raw id item_ids[i - 1].
+        user_ids: raw user ids, [num_users] (str objects); user u (0-based) has model user id u + 1.
+        item_ids: raw item ids, [num_items] (str objects); model item id i is raw id item_ids[i - 1].
         offsets: [num_users + 1] int64; user u's items are items[offsets[u]:offsets[u + 1]].
         items: [num_actions] int32 model item ids in 1..num_items.
-        timestamps: [num_actions] int64 or None.
+        timestamps: [num_actions] exact timestamps (see `Interactions.timestamps`) or None.
     """
 
     user_ids: np.ndarray
@@ -64,17 +75,37 @@ class UserSequences:
         }
 
 
-def _ordered_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes 0..k-1 for `values` in the documented id order, and the distinct values in that order."""
-    codes, uniques = pd.factorize(values)
-    uniques = np.asarray(uniques, dtype=object)
-    as_text = uniques.astype(str)
-    if all(text.isdigit() for text in as_text):
-        order = np.argsort(as_text.astype(np.int64), kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        return rank[codes], uniques[order]
-    return codes, uniques
+def _is_positive_integer(text: str) -> bool:
+    return text.isascii() and text.isdigit() and text.strip("0") != ""
+
+
+def _ordered_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Codes 0..k-1 for `values` in the documented id order (see the module doc).
+
+    Returns:
+        The codes [len(values)], the distinct values in that order [k] (str objects), and how many
+        of them are not positive integers.
+    """
+    codes, uniques = pd.factorize(values)  # codes in order of first appearance
+    texts = [str(value) for value in uniques]
+    numeric = np.asarray([_is_positive_integer(text) for text in texts], dtype=bool)
+    digits = np.asarray([text.lstrip("0") if number else "" for text, number in zip(texts, numeric)], dtype=object)
+    lengths = np.asarray([len(text) for text in digits])
+    order = np.lexsort((np.arange(len(texts)), digits, lengths, ~numeric))  # integers by value, then the rest
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[codes], np.asarray(texts, dtype=object)[order], int((~numeric).sum())
+
+
+def _time_keys(timestamps: np.ndarray) -> np.ndarray:
+    """int64 keys that sort like the exact timestamps.
+
+    The timestamps themselves when they are int64, else each one's rank among the distinct exact
+    values (ints and Decimals compare exactly).
+    """
+    if timestamps.dtype != object:
+        return timestamps
+    return np.unique(timestamps, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def preprocess(
@@ -84,9 +115,10 @@ def preprocess(
 ) -> tuple[UserSequences, dict[str, int]]:
     """Applies the paper's preprocessing to a table of interactions.
 
-    Every interaction counts (implicit feedback). Items with fewer than `min_item_interactions`
-    interactions in the whole file are dropped first, then users left with fewer than
-    `min_user_interactions`. Each user's items are sorted by timestamp, ties kept in file order.
+    Every interaction counts (implicit feedback), duplicate rows included. Items with fewer than
+    `min_item_interactions` interactions in the whole file are dropped first, then users left with
+    fewer than `min_user_interactions`. Each user's items are sorted by their exact timestamps, ties
+    kept in file order. Ids are numbered as the module doc says.
 
     Args:
         interactions: the table read from a source file.
@@ -94,23 +126,28 @@ def preprocess(
         min_item_interactions: items with fewer interactions are dropped (0 or 1: no item filter).
 
     Returns:
-        The sequences and a report of what was read and dropped on purpose.
+        The sequences and a report of what was read, dropped on purpose, kept as duplicates, and
+        how many kept ids are not positive integers.
 
     Raises:
         DataError: when nothing is left after filtering.
     """
     users, items = interactions.users, interactions.items
     position = np.arange(len(users))
+    times = _time_keys(interactions.timestamps) if interactions.timestamps is not None else None
     report = {"interactions_read": int(len(users))}
 
     item_codes, _ = pd.factorize(items)
+    user_codes, _ = pd.factorize(users)
+    rows = {"user": user_codes, "item": item_codes, **({"time": times} if times is not None else {})}
+    report["duplicate_rows"] = int(pd.DataFrame(rows).duplicated().sum())
+
     item_counts = np.bincount(item_codes)
     keep = item_counts[item_codes] >= min_item_interactions
     report["items_read"] = int(len(item_counts))
     report["items_dropped_rare"] = int((item_counts < min_item_interactions).sum())
     report["interactions_dropped_rare_items"] = int((~keep).sum())
 
-    user_codes, _ = pd.factorize(users)
     user_counts = np.bincount(user_codes[keep], minlength=user_codes.max() + 1)
     short = user_counts < min_user_interactions
     report["users_read"] = int(len(user_counts))
@@ -124,18 +161,17 @@ def preprocess(
             f"items >= {min_item_interactions} interactions)", interactions.path)
 
     users, items, position = users[keep], items[keep], position[keep]
-    stamps = interactions.timestamps[keep] if interactions.timestamps is not None else position
-    user_rank, user_ids = _ordered_codes(users)
-    order = np.lexsort((position, stamps, user_rank))  # user, then time, then file order
+    user_rank, user_ids, report["user_ids_not_positive_integers"] = _ordered_codes(users)
+    order = np.lexsort((position, times[keep] if times is not None else position, user_rank))  # user, time, file
     user_rank, items = user_rank[order], items[order]
-    item_rank, item_ids = _ordered_codes(items)
+    item_rank, item_ids, report["item_ids_not_positive_integers"] = _ordered_codes(items)
     offsets = np.zeros(len(user_ids) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum(np.bincount(user_rank, minlength=len(user_ids)))
     sequences = UserSequences(
-        user_ids=user_ids.astype(str),
-        item_ids=item_ids.astype(str),
+        user_ids=user_ids,
+        item_ids=item_ids,
         offsets=offsets,
         items=(item_rank + 1).astype(np.int32),
-        timestamps=stamps[order] if interactions.timestamps is not None else None,
+        timestamps=interactions.timestamps[keep][order] if interactions.timestamps is not None else None,
     )
     return sequences, report

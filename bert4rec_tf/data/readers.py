@@ -12,9 +12,18 @@ Each reader returns an `Interactions` table in file order; sorting, filtering an
   and ``unixReviewTime`` (McAuley's 5-core review files).
 - ``steam-reviews``: one Python dict literal a line with ``username``, ``product_id``, ``date``.
 - ``custom``: CSV or TSV with a header naming ``user``, ``item``, ``timestamp`` (and optionally
-  ``rating``), ids arbitrary strings.
+  ``rating``), ids arbitrary strings; fields may be quoted as in CSV (commas, quotes or line breaks
+  inside an id).
 
-Plain, ``.gz`` and ``.zip`` files are read alike (a zip is read through its ratings member).
+Plain, ``.gz`` and ``.zip`` files are read alike (a zip is read through its ratings member), as UTF-8
+with or without a byte-order mark. ``user item`` and ``user item1 item2 ...`` lines are split at ASCII
+spaces and tabs only, so an id may hold any other character. An empty user or item id (or one of
+spaces only) is an error.
+
+Timestamps are kept exact: a whole number as an int, anything else (``1.25``, ``1e-3``) as a
+`decimal.Decimal`, never rounded, so interactions are ordered by their exact value. A timestamp that
+is not a finite number within +-2**63 (``nan``, ``inf``, ``1e30``) is an error naming the file, line
+and field.
 """
 
 from __future__ import annotations
@@ -23,11 +32,15 @@ import ast
 import csv
 import dataclasses
 import datetime
+import decimal
 import gzip
 import io
+import itertools
 import json
 import os
+import re
 import zipfile
+import zlib
 from typing import Callable, Iterator, TextIO
 
 import numpy as np
@@ -40,6 +53,12 @@ FORMATS = (
     "steam-reviews", "custom",
 )
 _ZIP_MEMBERS = ("ratings.dat", "ratings.csv")
+_ASCII_SPACE = " \t\r\n\x0b\x0c"
+_ASCII_SPACE_RUN = re.compile(f"[{re.escape(_ASCII_SPACE)}]+")
+_TIMESTAMP_LIMIT = 2 ** 63
+
+Timestamp = int | decimal.Decimal | None
+Record = tuple[int, str, str, Timestamp]  # line number, user, item, timestamp
 
 
 @dataclasses.dataclass
@@ -49,8 +68,9 @@ class Interactions:
     Attributes:
         users: raw user ids, [num_interactions] (str).
         items: raw item ids, [num_interactions] (str).
-        timestamps: seconds, [num_interactions] int64, or None where the file has none (then the
-            file order is the time order within a user).
+        timestamps: [num_interactions] exact timestamps as read: int64 when every one is a whole
+            number, else an object array of int and `decimal.Decimal`; None where the file has none
+            (then the file order is the time order within a user).
         path: the file read.
         format: one of `FORMATS`.
     """
@@ -65,13 +85,8 @@ class Interactions:
         return len(self.users)
 
 
-def open_text(path: str | os.PathLike) -> TextIO:
-    """Opens a plain, gzip or zip file as text (a zip through its ``ratings.*`` member).
-
-    Raises:
-        DataError: when the file is missing or a zip has no ratings member.
-    """
-    path = os.fspath(path)
+def _open_text(path: str) -> TextIO:
+    """Opens a plain, gzip or zip file as UTF-8 text (a zip through its ``ratings.*`` member)."""
     if not os.path.isfile(path):
         raise DataError("no such file", path)
     if zipfile.is_zipfile(path):
@@ -79,12 +94,32 @@ def open_text(path: str | os.PathLike) -> TextIO:
         names = [n for n in archive.namelist() if os.path.basename(n) in _ZIP_MEMBERS]
         if not names:
             raise DataError(f"zip archive has no member named {' or '.join(_ZIP_MEMBERS)}", path)
-        return io.TextIOWrapper(archive.open(names[0]), encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(archive.open(names[0]), encoding="utf-8-sig", errors="replace")
     with open(path, "rb") as probe:
         magic = probe.read(2)
     if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, "rt", encoding="utf-8", errors="replace")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
+    return open(path, "rt", encoding="utf-8-sig", errors="replace")
+
+
+def text_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a plain, gzip or zip file (a zip through its ``ratings.*`` member), as UTF-8 text.
+
+    A byte-order mark at the start is dropped; bytes that are not UTF-8 become U+FFFD.
+
+    Raises:
+        DataError: naming the file when it is missing, a zip has no ratings member, or the file
+            (a compressed one above all) is truncated or damaged.
+    """
+    path = os.fspath(path)
+    number = 0
+    with _open_text(path) as handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                yield line
+        except (EOFError, OSError, zlib.error, zipfile.BadZipFile) as error:
+            raise DataError(f"unreadable after line {number}, truncated or damaged ({error}); download or copy "
+                            "it again", path) from None
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -93,8 +128,9 @@ def detect_format(path: str | os.PathLike) -> str:
     Raises:
         DataError: for an empty file or a first line no reader understands.
     """
-    with open_text(path) as handle:
-        first = next((line.strip() for line in handle if line.strip()), None)
+    lines = text_lines(path)
+    first = next((line.strip(_ASCII_SPACE) for line in lines if line.strip(_ASCII_SPACE)), None)
+    lines.close()
     if first is None:
         raise DataError("file is empty", path)
     lowered = first.lower()
@@ -104,12 +140,12 @@ def detect_format(path: str | os.PathLike) -> str:
         return "movielens-csv"
     if first.startswith("{"):
         return "steam-reviews" if "'username'" in first or '"username"' in first else "amazon-reviews"
-    header = [h.strip() for h in first.replace("\t", ",").lower().split(",")]
+    header = [h.strip().lower() for h in next(csv.reader([first.replace("\t", ",")]))]
     if {"user", "item"} <= set(header):
         return "custom"
     if first.count(",") == 3:
         return "amazon-ratings"
-    fields = first.split()
+    fields = _split(first)
     if len(fields) == 2:
         return "pairs"
     if len(fields) > 2:
@@ -121,7 +157,8 @@ def read_interactions(path: str | os.PathLike, fmt: str | None = None) -> Intera
     """Reads `path` in format `fmt` (detected when None) into an `Interactions` table.
 
     Raises:
-        DataError: naming the file and line of the first malformed record, or an empty file.
+        DataError: naming the file and line of the first malformed record (an empty id, a timestamp
+            that is not a finite number), a truncated compressed file, or an empty file.
     """
     path = os.fspath(path)
     fmt = fmt or detect_format(path)
@@ -129,57 +166,81 @@ def read_interactions(path: str | os.PathLike, fmt: str | None = None) -> Intera
         raise DataError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", path)
     users: list[str] = []
     items: list[str] = []
-    times: list[int] = []
-    with open_text(path) as handle, tqdm(handle, desc=f"reading {os.path.basename(path)}", unit=" lines",
-                                         mininterval=1.0, leave=False) as lines:
-        for user, item, stamp in _PARSERS[fmt](lines, path):
+    times: list[Timestamp] = []
+    fractional = False
+    with tqdm(text_lines(path), desc=f"reading {os.path.basename(path)}", unit=" lines", mininterval=1.0,
+              leave=False) as lines:
+        for number, user, item, stamp in _PARSERS[fmt](lines, path):
+            if not user.strip() or not item.strip():
+                raise DataError(f"empty {'item' if user.strip() else 'user'} id", path, number)
             users.append(user)
             items.append(item)
             times.append(stamp)
+            fractional = fractional or isinstance(stamp, decimal.Decimal)
     if not users:
         raise DataError("file holds no interactions", path)
-    has_time = fmt not in ("pairs", "sequences")
+    timestamps = None
+    if fmt not in ("pairs", "sequences"):
+        timestamps = np.asarray(times, dtype=object if fractional else np.int64)
     return Interactions(
         users=np.asarray(users, dtype=object),
         items=np.asarray(items, dtype=object),
-        timestamps=np.asarray(times, dtype=np.int64) if has_time else None,
+        timestamps=timestamps,
         path=path,
         format=fmt,
     )
 
 
-Record = tuple[str, str, int]
-
-
 def _numbered(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(lines, start=1):
-        line = line.strip()
+        line = line.strip(_ASCII_SPACE)
         if line:
             yield number, line
 
 
+def _split(line: str) -> list[str]:
+    """The fields of a stripped line, split at ASCII whitespace only (an id may hold any other space)."""
+    return _ASCII_SPACE_RUN.split(line)
+
+
 def _parse_pairs(lines: Iterator[str], path: str) -> Iterator[Record]:
     for number, line in _numbered(lines):
-        fields = line.split()
+        fields = _split(line)
         if len(fields) != 2:
             raise DataError(f"expected 'user item', got {len(fields)} fields: {line[:80]!r}", path, number)
-        yield fields[0], fields[1], 0
+        yield number, fields[0], fields[1], None
 
 
 def _parse_sequences(lines: Iterator[str], path: str) -> Iterator[Record]:
     for number, line in _numbered(lines):
-        fields = line.split()
+        fields = _split(line)
         if len(fields) < 2:
             raise DataError(f"expected 'user item1 item2 ...', got {line[:80]!r}", path, number)
         for item in fields[1:]:
-            yield fields[0], item, 0
+            yield number, fields[0], item, None
 
 
-def _timestamp(text: str, path: str, number: int, field: str = "timestamp") -> int:
+def _timestamp(text: str, path: str, number: int, field: str = "timestamp") -> int | decimal.Decimal:
+    """The exact value of a timestamp field: an int when it is a whole number, else a Decimal.
+
+    Raises:
+        DataError: naming the file, line and field when the text is not a number, or not a finite
+            one within +-2**63.
+    """
+    text = text.strip()
     try:
-        return int(float(text))
+        value = int(text)
     except ValueError:
-        raise DataError(f"field {field!r} is not a number: {text[:40]!r}", path, number) from None
+        try:
+            value = decimal.Decimal(text)
+        except decimal.InvalidOperation:
+            raise DataError(f"field {field!r} is not a number: {text[:40]!r}", path, number) from None
+    finite = isinstance(value, int) or value.is_finite()
+    if not finite or not -_TIMESTAMP_LIMIT < value < _TIMESTAMP_LIMIT:
+        raise DataError(f"field {field!r} is {text[:40]!r}, not a finite number within +-2**63", path, number)
+    if isinstance(value, decimal.Decimal) and value == value.to_integral_value():
+        return int(value)
+    return value
 
 
 def _parse_movielens_dat(lines: Iterator[str], path: str) -> Iterator[Record]:
@@ -187,7 +248,7 @@ def _parse_movielens_dat(lines: Iterator[str], path: str) -> Iterator[Record]:
         fields = line.split("::")
         if len(fields) != 4:
             raise DataError(f"expected 'UserID::MovieID::Rating::Timestamp', got {line[:80]!r}", path, number)
-        yield fields[0], fields[1], _timestamp(fields[3], path, number)
+        yield number, fields[0], fields[1], _timestamp(fields[3], path, number)
 
 
 def _parse_comma4(lines: Iterator[str], path: str, header: bool) -> Iterator[Record]:
@@ -198,7 +259,7 @@ def _parse_comma4(lines: Iterator[str], path: str, header: bool) -> Iterator[Rec
         if len(fields) != 4:
             raise DataError(f"expected 4 comma-separated fields (user,item,rating,timestamp), got {line[:80]!r}",
                             path, number)
-        yield fields[0], fields[1], _timestamp(fields[3], path, number)
+        yield number, fields[0], fields[1], _timestamp(fields[3], path, number)
 
 
 def _literal(line: str, path: str, number: int) -> dict:
@@ -225,7 +286,7 @@ def _parse_amazon_reviews(lines: Iterator[str], path: str) -> Iterator[Record]:
     for number, line in _numbered(lines):
         user, item, stamp = _require(_literal(line, path, number), ("reviewerID", "asin", "unixReviewTime"),
                                      path, number)
-        yield str(user), str(item), _timestamp(str(stamp), path, number, "unixReviewTime")
+        yield number, str(user), str(item), _timestamp(str(stamp), path, number, "unixReviewTime")
 
 
 def _parse_steam(lines: Iterator[str], path: str) -> Iterator[Record]:
@@ -237,29 +298,36 @@ def _parse_steam(lines: Iterator[str], path: str) -> Iterator[Record]:
         except ValueError:
             raise DataError(f"field 'date' is not YYYY-MM-DD: {date!r}", path, number) from None
         stamp = int(datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.timezone.utc).timestamp())
-        yield str(user), str(item), stamp
+        yield number, str(user), str(item), stamp
 
 
 def _parse_custom(lines: Iterator[str], path: str) -> Iterator[Record]:
-    numbered = _numbered(lines)
-    first = next(numbered, None)
-    if first is None:
+    lines = iter(lines)
+    leading = 0  # blank lines before the header
+    for first in lines:
+        if first.strip(_ASCII_SPACE):
+            break
+        leading += 1
+    else:
         raise DataError("file is empty", path)
-    delimiter = "\t" if "\t" in first[1] else ","
-    header = [h.strip().lower() for h in first[1].split(delimiter)]
-    missing = [c for c in ("user", "item", "timestamp") if c not in header]
-    if missing:
-        raise DataError(f"header lacks column {missing[0]!r} (needs user, item, timestamp; has {header})",
-                        path, first[0])
-    columns = [header.index(c) for c in ("user", "item", "timestamp")]
-    for number, line in numbered:
-        fields = next(csv.reader([line], delimiter=delimiter))
-        if len(fields) != len(header):
-            raise DataError(f"expected {len(header)} fields as in the header, got {len(fields)}", path, number)
-        user, item, stamp = (fields[c].strip() for c in columns)
-        if not user or not item:
-            raise DataError(f"empty {'user' if not user else 'item'} field", path, number)
-        yield user, item, _timestamp(stamp, path, number)
+    rows = csv.reader(itertools.chain([first], lines), delimiter="\t" if "\t" in first else ",")
+    try:
+        header = [h.strip().lower() for h in next(rows)]
+        missing = [c for c in ("user", "item", "timestamp") if c not in header]
+        if missing:
+            raise DataError(f"header lacks column {missing[0]!r} (needs user, item, timestamp; has {header})",
+                            path, leading + 1)
+        columns = [header.index(c) for c in ("user", "item", "timestamp")]
+        for fields in rows:
+            number = leading + rows.line_num
+            if not any(field.strip() for field in fields):
+                continue
+            if len(fields) != len(header):
+                raise DataError(f"expected {len(header)} fields as in the header, got {len(fields)}", path, number)
+            user, item, stamp = (fields[c].strip() for c in columns)
+            yield number, user, item, _timestamp(stamp, path, number)
+    except csv.Error as error:
+        raise DataError(f"malformed CSV ({error})", path, leading + rows.line_num) from None
 
 
 _PARSERS: dict[str, Callable[[Iterator[str], str], Iterator[Record]]] = {

@@ -6,6 +6,12 @@ original code's preprocessed ``user item`` file), or downloads the official sour
 `download_dir`; then applies the data set's preprocessing. A builder made from an explicit file gets
 a configuration named after the file's SHA-256, so a different file never reuses an old build.
 
+Ids are stored as UTF-8 text, any Unicode string. Timestamps are stored as the exact decimal text
+read (``"978300760"``, ``"1.25"``; empty for files without timestamps), in the exact time order.
+`load_user_sequences` reads the whole build back; a build it cannot read (a damaged or truncated
+record, a missing file, a damaged `dataset_info.json`) is removed and built again, with a warning
+naming its folder.
+
 Example:
     builder = Bert4recMl1m(data_dir="datasets/tfds", source_file="ml-1m.txt.gz")
     builder.download_and_prepare()
@@ -16,9 +22,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 
 import numpy as np
+import pandas as pd
+import tensorflow as tf
 import tensorflow_datasets as tfds
+from google.protobuf import json_format
 
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data.errors import DataError
@@ -32,8 +42,12 @@ logger = logging.getLogger("bert4rec_tf")
 class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """Shared logic of the per-dataset builders; `DATASET` names the registry entry."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "One example per user after the paper's preprocessing."}
+    VERSION = tfds.core.Version("2.0.0")
+    RELEASE_NOTES = {
+        "1.0.0": "One example per user after the paper's preprocessing.",
+        "2.0.0": "Timestamps as exact decimal text, ordered by their exact value; the documented id "
+                 "order; duplicate rows and non-integer ids reported in the metadata.",
+    }
     BUILDER_CONFIGS = [tfds.core.BuilderConfig(name="official", description="the official raw source")]
     MANUAL_DOWNLOAD_INSTRUCTIONS = (
         "Place the official raw file, or the original code's preprocessed `user item` file, in the "
@@ -43,11 +57,7 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
     def __init__(self, *, source_file: str | os.PathLike | None = None, **kwargs):
         self._source_file = os.fspath(source_file) if source_file is not None else None
         if self._source_file is not None and kwargs.get("config") is None:
-            if not os.path.isfile(self._source_file):
-                raise DataError("no such file", self._source_file)
-            digest = download_lib.sha256_of(self._source_file)
-            kwargs["config"] = tfds.core.BuilderConfig(
-                name=f"file-{digest[:16]}", description=f"built from {self._source_file} (sha256 {digest})")
+            kwargs["config"] = file_config(self._source_file)
         super().__init__(**kwargs)
 
     @property
@@ -61,7 +71,7 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
                 "user_index": np.int64,
                 "user_id": tfds.features.Text(),
                 "item_ids": tfds.features.Sequence(tfds.features.Text()),
-                "timestamps": tfds.features.Sequence(np.int64),
+                "timestamps": tfds.features.Sequence(tfds.features.Text()),
             }),
             supervised_keys=None,
             homepage=self.spec.url,
@@ -92,14 +102,14 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
         self.info.metadata.update(report)  # saved with the build: what was dropped on purpose
         for key, value in report.items():
             logger.info("%s %s: %s", self.spec.name, key, value)
+        stamps = sequences.timestamps.astype(str) if sequences.timestamps is not None else None
         for user in range(sequences.num_users):
             begin, end = sequences.offsets[user], sequences.offsets[user + 1]
-            stamps = sequences.timestamps[begin:end] if sequences.timestamps is not None else []
             yield user, {
                 "user_index": user,
                 "user_id": sequences.user_ids[user],
-                "item_ids": sequences.item_ids[sequences.items[begin:end] - 1],
-                "timestamps": np.asarray(stamps, dtype=np.int64),
+                "item_ids": list(sequences.item_ids[sequences.items[begin:end] - 1]),
+                "timestamps": list(stamps[begin:end]) if stamps is not None else [],
             }
 
 
@@ -158,9 +168,30 @@ BUILDERS: dict[str, type[_UserSequenceBuilder]] = {
 }
 
 
+# What reading a damaged build raises: a damaged, truncated or missing record file (OpError), a
+# damaged dataset_info.json (ParseError), a build without its split (KeyError) or without examples.
+_DAMAGED_BUILD_ERRORS = (tf.errors.OpError, json_format.ParseError, KeyError, ValueError, OSError)
+
+
+def file_config(source_file: str) -> tfds.core.BuilderConfig:
+    """The builder configuration of a local source file, named after its SHA-256.
+
+    Raises:
+        DataError: when the file is missing.
+    """
+    if not os.path.isfile(source_file):
+        raise DataError("no such file", source_file)
+    digest = download_lib.sha256_of(source_file)
+    return tfds.core.BuilderConfig(name=f"file-{digest[:16]}",
+                                   description=f"built from {source_file} (sha256 {digest})")
+
+
 def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: str | None = None,
                         ) -> tuple[UserSequences, tfds.core.DatasetBuilder]:
     """Builds data set `dataset` with its TFDS builder (once) and returns its user sequences.
+
+    An earlier build that cannot be read back is removed and built again, with a warning naming its
+    folder.
 
     Args:
         dataset: a name of `DATASETS`.
@@ -176,7 +207,29 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
         raise DataError(f"dataset {dataset!r} needs --source_file (a CSV or TSV with a header naming "
                         "user, item, timestamp)")
     data_dir = os.fspath(data_dir)
-    builder = BUILDERS[dataset](data_dir=os.path.join(data_dir, "tfds"), source_file=source_file)
+    builder_class = BUILDERS[dataset]
+    config = file_config(source_file) if source_file is not None else None
+    folder = os.path.join(data_dir, "tfds", builder_class.name, config.name if config else "official",
+                          str(builder_class.VERSION))
+    existed = os.path.isdir(folder)
+    try:
+        builder = _prepared_builder(builder_class, data_dir, dataset, source_file, config)
+        return sequences_from_builder(builder), builder
+    except _DAMAGED_BUILD_ERRORS as error:
+        if not existed:
+            raise
+        reason = " ".join(str(error).split())[:200]
+        logger.warning("%s: the TFDS build cannot be read (%s: %s); removing it and building it again",
+                       folder, type(error).__name__, reason)
+        shutil.rmtree(folder)
+    builder = _prepared_builder(builder_class, data_dir, dataset, source_file, config)
+    return sequences_from_builder(builder), builder
+
+
+def _prepared_builder(builder_class: type[_UserSequenceBuilder], data_dir: str, dataset: str,
+                      source_file: str | None, config: tfds.core.BuilderConfig | None) -> tfds.core.DatasetBuilder:
+    """The builder of `dataset`, built unless an earlier build exists."""
+    builder = builder_class(data_dir=os.path.join(data_dir, "tfds"), source_file=source_file, config=config)
     builder.download_and_prepare(
         download_dir=os.path.join(data_dir, "downloads"),
         download_config=tfds.download.DownloadConfig(
@@ -184,17 +237,20 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
             compute_stats=tfds.download.ComputeStatsMode.SKIP,
         ),
     )
-    return sequences_from_builder(builder), builder
+    return builder
 
 
 def sequences_from_builder(builder: tfds.core.DatasetBuilder) -> UserSequences:
-    """Reads a prepared builder's examples back into `UserSequences`, users in their original order."""
+    """Reads a prepared builder's examples back into `UserSequences`, users in their original order.
+
+    The items of each example are already in time order, so the timestamps are not read.
+    """
     examples = sorted(tfds.as_numpy(builder.as_dataset(split="train", shuffle_files=False)),
                       key=lambda example: int(example["user_index"]))
-    users = np.concatenate([np.full(len(e["item_ids"]), e["user_id"].decode(), dtype=object) for e in examples])
-    items = np.concatenate([e["item_ids"] for e in examples]).astype(str).astype(object)
-    stamps = np.concatenate([e["timestamps"] for e in examples])
-    table = Interactions(users=users, items=items, timestamps=stamps if len(stamps) == len(items) else None,
-                         path=builder.data_dir, format="tfds")
+    user_ids = np.asarray([example["user_id"].decode("utf-8") for example in examples], dtype=object)
+    users = np.repeat(user_ids, [len(example["item_ids"]) for example in examples])
+    codes, raw_items = pd.factorize(np.concatenate([example["item_ids"] for example in examples]))
+    items = np.asarray([item.decode("utf-8") for item in raw_items], dtype=object)[codes]
+    table = Interactions(users=users, items=items, timestamps=None, path=os.fspath(builder.data_dir), format="tfds")
     sequences, _ = preprocess(table, min_user_interactions=0, min_item_interactions=0)
     return sequences

@@ -60,7 +60,25 @@ def test_same_seed_same_files_other_seed_other_files(toy_file, tmp_path):
     assert other["candidates.npz"] != first["candidates.npz"]
 
 
-def test_a_complete_preparation_is_reused_and_an_incomplete_one_is_not(toy_file, tmp_path):
+def test_two_processes_with_one_seed_write_identical_bytes(toy_file, tmp_path):
+    # Each process has its own hash seed and memory layout; the files must not depend on either.
+    digests = []
+    for name in ("first", "second"):
+        result = run_command(["--dataset", "beauty", "--source_file", toy_file, "--data_dir", str(tmp_path / name),
+                              "--seed", "5", "--config", "max_len=10", "--config", "dupe_factor=2",
+                              "--config", "num_shards=2", "--config", "max_predictions_per_seq=4"],
+                             cwd=tmp_path, env_extra={"PYTHONHASHSEED": "random"})
+        assert result.returncode == 0, result.stderr[-2000:]
+        directory = result.stdout.strip().splitlines()[-1].split(": ", 1)[1]
+        with open(os.path.join(directory, "metadata.json")) as handle:
+            digests.append({name: entry["sha256"] for name, entry in json.load(handle)["files"].items()})
+    here = prepare(small_data_config(seed=5), str(tmp_path / "here"), toy_file, progress=False).metadata["files"]
+    other = prepare(small_data_config(seed=6), str(tmp_path / "other"), toy_file, progress=False).metadata["files"]
+    assert digests[0] == digests[1] == {name: entry["sha256"] for name, entry in here.items()}
+    assert all(other[name]["sha256"] != here[name]["sha256"] for name in here if name.startswith("train-"))
+
+
+def test_a_complete_preparation_is_reused_and_a_damaged_one_is_prepared_again(toy_file, tmp_path, caplog):
     prepared = prepare(small_data_config(), str(tmp_path), toy_file, progress=False)
     marker = os.path.getmtime(os.path.join(prepared.directory, "metadata.json"))
     assert prepare(small_data_config(), str(tmp_path), toy_file, progress=False).directory == prepared.directory
@@ -68,9 +86,12 @@ def test_a_complete_preparation_is_reused_and_an_incomplete_one_is_not(toy_file,
     shard = os.path.join(prepared.directory, "train-00001-of-00002.tfrecord")
     with open(shard, "r+b") as handle:
         handle.truncate(10)                              # as if cut short
-    assert load_prepared(prepared.directory) is None
+    with pytest.raises(DataError, match=r"train-00001-of-00002.tfrecord: damaged"):
+        load_prepared(prepared.directory)
     again = prepare(small_data_config(), str(tmp_path), toy_file, progress=False)
-    assert load_prepared(again.directory) is not None
+    assert "train-00001-of-00002.tfrecord: damaged" in caplog.text
+    assert load_prepared(again.directory).metadata["files"] == prepared.metadata["files"]
+    assert load_prepared(str(tmp_path / "absent")) is None
 
 
 def test_original_split_has_no_validation_candidates(toy_file, tmp_path):

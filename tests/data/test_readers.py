@@ -7,6 +7,9 @@ import json
 import os
 import zipfile
 
+from decimal import Decimal
+
+import numpy as np
 import pytest
 
 from bert4rec_tf.data.errors import DataError
@@ -74,6 +77,20 @@ def test_gzip_and_zip_are_read_alike(tmp_path):
     ("c.csv", "user,item\nu,i\n", "custom", "lacks column 'timestamp'"),
     ("c.csv", "user,product,timestamp\nu,i,1\n", "custom", "lacks column 'item'"),
     ("c.csv", "user,item,timestamp\nu,,1\n", "custom", "line 2: empty item"),
+    ("c.csv", "user,item,timestamp\n\n u ,  ,1\n", "custom", "line 3: empty item id"),
+    ("c.csv", "user,item,timestamp\n,i,1\n", "custom", "line 2: empty user id"),
+    ("ratings.dat", "1::2::3::4\n1::::3::5\n", None, "line 2: empty item id"),
+    ("ratings_Beauty.csv", "u,i,5.0,1\n,i,5.0,2\n", "amazon-ratings", "line 2: empty user id"),
+    ("reviews.json", '{"reviewerID": "u", "asin": " ", "unixReviewTime": 1}\n', None, "line 1: empty item id"),
+    ("ratings.dat", "1::2::3::4\n1::2::3::inf\n", None, "line 2: field 'timestamp' is 'inf', not a finite"),
+    ("ratings.dat", "1::2::3::-Infinity\n", None, "line 1: field 'timestamp' is '-Infinity', not a finite"),
+    ("ratings.dat", "1::2::3::nan\n", None, "line 1: field 'timestamp' is 'nan', not a finite"),
+    ("ratings.dat", "1::2::3::1e30\n", None, "line 1: field 'timestamp' is '1e30', not a finite"),
+    ("ratings.dat", "1::2::3::9223372036854775808\n", None, "within +-2**63"),
+    ("ratings.dat", "1::2::3::12:30\n", None, "line 1: field 'timestamp' is not a number"),
+    ("reviews.json", '{"reviewerID": "u", "asin": "a", "unixReviewTime": Infinity}\n', None,
+     "line 1: field 'unixReviewTime' is 'inf'"),
+    ("c.csv", 'user,item,timestamp\nu,i,1\nu,i,"1e999"\n', "custom", "line 3: field 'timestamp' is '1e999'"),
 ])
 def test_bad_input_names_file_and_line(tmp_path, name, text, fmt, needle):
     path = write(tmp_path, name, text)
@@ -91,3 +108,53 @@ def test_empty_and_missing_files(tmp_path):
         read_interactions(os.path.join(tmp_path, "absent.txt"))
     with pytest.raises(DataError, match="file is empty"):
         read_interactions(write(tmp_path, "e.csv", ""), "custom")
+
+
+@pytest.mark.parametrize("name, text, fmt, users, items", [
+    ("bom.csv", "\ufeffuser,item,timestamp\nu,i,1\n", "custom", ["u"], ["i"]),
+    ("bom.txt", "\ufeff1 2\n1 3\n", "pairs", ["1", "1"], ["2", "3"]),
+    ("quoted.csv", '"user","item","timestamp"\n"u","Smith, John",1\n', "custom", ["u"], ["Smith, John"]),
+    ("lines.csv", 'user,item,timestamp\nu,"two\nlines",1\nu,"tab\there",2\n', "custom", ["u", "u"],
+     ["two\nlines", "tab\there"]),
+    ("crlf.csv", "user,item,timestamp\r\n\r\nu,a,1\r\nu,b,2\r\n", "custom", ["u", "u"], ["a", "b"]),
+    ("nbsp.txt", "u\u00a0one caf\u00e9\u3000bar\nu\u00a0one \U0001f3ac\n", "pairs", ["u\u00a0one"] * 2,
+     ["caf\u00e9\u3000bar", "\U0001f3ac"]),
+    ("seq.txt", "7\t3  4\n", "sequences", ["7", "7"], ["3", "4"]),
+])
+def test_awkward_but_valid_files_are_read_exactly(tmp_path, name, text, fmt, users, items):
+    path = os.path.join(tmp_path, name)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    assert detect_format(path) == fmt
+    table = read_interactions(path)
+    assert list(table.users) == users and list(table.items) == items
+
+
+@pytest.mark.parametrize("stamps, expected, dtype", [
+    (["978300760", "1e3", "-5", "7.0"], [978300760, 1000, -5, 7], np.int64),
+    (["1.7", "1.2", "2"], [Decimal("1.7"), Decimal("1.2"), 2], object),
+    (["1.00000000000000000002", "1.00000000000000000001"],   # equal as float64
+     [Decimal("1.00000000000000000002"), Decimal("1.00000000000000000001")], object),
+    (["9223372036854775807", "9223372036854775806"], [2 ** 63 - 1, 2 ** 63 - 2], np.int64),
+])
+def test_timestamps_are_kept_exact(tmp_path, stamps, expected, dtype):
+    path = write(tmp_path, "t.csv", "user,item,timestamp\n" + "".join(f"u,i{n},{t}\n" for n, t in enumerate(stamps)))
+    table = read_interactions(path)
+    assert table.timestamps.dtype == dtype
+    assert list(table.timestamps) == expected
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt"])
+def test_a_truncated_or_damaged_gzip_is_a_one_line_error_naming_the_file(tmp_path, damage):
+    data = gzip.compress("".join(f"{u} {i}\n" for u in range(50) for i in range(50)).encode())
+    if damage == "truncate":
+        data = data[:len(data) // 2]
+    else:
+        data = data[:-8] + bytes(8)                        # CRC and length of the gzip trailer zeroed
+    path = os.path.join(tmp_path, "source.txt.gz")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    with pytest.raises(DataError) as raised:
+        read_interactions(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: unreadable after line ") and "\n" not in message
