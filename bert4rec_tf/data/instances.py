@@ -89,20 +89,23 @@ def make_windows(sequences: list[np.ndarray], users: np.ndarray, max_len: int,
 
 
 def window_masker(windows: Windows, config: DataConfig, num_items: int) -> Callable[..., dict[str, tf.Tensor]]:
-    """`mask(window, seed, last_only)`: `masking.mask_window` applied to window number `window`.
+    """`mask(window, seed, mask_last)`: `masking.mask_window` applied to window number `window`.
 
-    The windows become constants of the returned function; the configuration's masking settings
-    are bound.
+    A mask-last instance when `mask_last`; otherwise the kind follows the configuration (see
+    `masking.instance_kind`). The windows become constants of the returned function; the
+    configuration's masking settings are bound.
     """
     tokens = tf.constant(windows.tokens)
     lengths = tf.constant(windows.lengths)
     users = tf.constant(windows.users)
 
-    def mask(window, seed, last_only):
+    def mask(window, seed, mask_last):
+        kind = masking.instance_kind(seed, mask_last, config.matching, config.match_only_prob)
         return masking.mask_window(
-            tf.gather(tokens, window), tf.gather(lengths, window), tf.gather(users, window), seed, last_only,
+            tf.gather(tokens, window), tf.gather(lengths, window), tf.gather(users, window), seed, kind,
             max_predictions=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
-            mask_prob=config.mask_prob, mask_id=mask_id(num_items), num_items=num_items)
+            mask_prob=config.mask_prob, mask_id=mask_id(num_items), num_items=num_items,
+            matching=config.matching, mask_runs=config.mask_runs)
 
     return mask
 
@@ -166,11 +169,16 @@ def write_static_instances(windows: Windows, config: DataConfig, num_items: int,
 
 
 def _serialize(batch: dict[str, np.ndarray], row: int) -> bytes:
+    """Row `row` of `batch` as a serialized `tf.train.Example`.
+
+    Deterministic serialization writes the feature map in key order; otherwise the order depends on
+    the process, and two runs with one seed would give equal records in different bytes.
+    """
     feature = {}
-    for name in masking.FEATURE_NAMES:
+    for name in sorted(batch):
         values = batch[name][row].tolist()
         if batch[name].dtype == np.float32:
             feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
         else:
             feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)

@@ -20,11 +20,13 @@ from bert4rec_tf.data.split import history_and_target
 
 _DYNAMIC_STREAM = 1
 _NEXT_ITEM_STREAM = 2
+_MATCH_STREAM = 3
 
 
 def static_training_dataset(files: list[str], config: DataConfig, batch_size: int | None = None,
-                            shuffle_buffer: int = 10_000, seed: int | None = None,
-                            repeat: bool = True, start: int = 0) -> tf.data.Dataset:
+                            shuffle_buffer: int = 10_000, seed: int | None = None, repeat: bool = True,
+                            start: int = 0, sampler: NegativeSampler | None = None,
+                            match_negatives: int = 0) -> tf.data.Dataset:
     """Parsed training instances from the TFRecord shards.
 
     Args:
@@ -36,14 +38,22 @@ def static_training_dataset(files: list[str], config: DataConfig, batch_size: in
         repeat: cycle through the files forever.
         start: the first instance of the stream (instances already consumed), so that a resumed
             run continues it exactly.
+        sampler, match_negatives: with the matching task, each instance also gets
+            `match_negatives` negatives (int64 [n]) of its user, seeded by its stream position.
     """
-    spec = masking.feature_spec(config.max_len, config.max_predictions_per_seq)
+    spec = masking.feature_spec(config.max_len, config.max_predictions_per_seq, config.matching)
     dataset = tf.data.TFRecordDataset(files, num_parallel_reads=min(len(files), 4) or None)
     if repeat:
         dataset = dataset.repeat()
     if shuffle_buffer:
         dataset = dataset.shuffle(shuffle_buffer, seed=config.seed if seed is None else seed)
     dataset = dataset.skip(start)
+    if sampler is not None:
+        dataset = dataset.enumerate(start).map(
+            lambda number, record: _with_match_negatives(tf.io.parse_single_example(record, spec), number, sampler,
+                                                         match_negatives, config.seed),
+            num_parallel_calls=tf.data.AUTOTUNE)
+        return _batched(dataset, batch_size)
     if batch_size:
         return (dataset.batch(batch_size, drop_remainder=True)
                 .map(lambda records: tf.io.parse_example(records, spec), num_parallel_calls=tf.data.AUTOTUNE)
@@ -53,7 +63,8 @@ def static_training_dataset(files: list[str], config: DataConfig, batch_size: in
 
 
 def dynamic_training_dataset(windows: Windows, config: DataConfig, num_items: int,
-                             batch_size: int | None = None, start: int = 0) -> tf.data.Dataset:
+                             batch_size: int | None = None, start: int = 0, sampler: NegativeSampler | None = None,
+                             match_negatives: int = 0) -> tf.data.Dataset:
     """Fresh masks every epoch from the same windows, no files.
 
     Instance n of the endless stream is window index_shuffle(n mod W) of epoch n // W, masked with
@@ -67,6 +78,7 @@ def dynamic_training_dataset(windows: Windows, config: DataConfig, num_items: in
         num_items: real items are 1..num_items.
         batch_size: batch the instances when given.
         start: the first instance number (instances already consumed).
+        sampler, match_negatives: as in `static_training_dataset`.
     """
     count = len(windows)
     mask = window_masker(windows, config, num_items)
@@ -78,11 +90,25 @@ def dynamic_training_dataset(windows: Windows, config: DataConfig, num_items: in
         window = tf.random.experimental.index_shuffle(slot, epoch_seed, count - 1)
         seed = masking.instance_seed(config.seed, _DYNAMIC_STREAM, epoch, window)
         kind_seed = tf.random.experimental.stateless_fold_in(seed, -1)
-        last_only = tf.random.stateless_uniform([], kind_seed) < last_share
-        return mask(window, seed, last_only)
+        features = mask(window, seed, tf.random.stateless_uniform([], kind_seed) < last_share)
+        if sampler is None:
+            return features
+        return _with_match_negatives(features, number, sampler, match_negatives, config.seed)
 
-    dataset = tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
-        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return _batched(tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
+        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True), batch_size)
+
+
+def _with_match_negatives(features: dict, number: tf.Tensor, sampler: NegativeSampler, count: int,
+                          seed: int) -> dict:
+    """`features` plus `match_negatives` int64 [count] of its user, seeded by instance `number`."""
+    user = features["info"][0]
+    return {**features, "match_negatives": sampler.sample(user, count,
+                                                          masking.instance_seed(seed, _MATCH_STREAM, number))}
+
+
+def _batched(dataset: tf.data.Dataset, batch_size: int | None) -> tf.data.Dataset:
+    """`dataset` in full batches of `batch_size` (unbatched when None), prefetched."""
     if batch_size:
         dataset = dataset.batch(batch_size, drop_remainder=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
@@ -153,8 +179,5 @@ def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: Ne
         return {"input_ids": inputs, "positive_ids": positives,
                 "negative_ids": tf.where(positives != PAD_ID, negatives, PAD_ID)}
 
-    dataset = tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
-        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if batch_size:
-        dataset = dataset.batch(batch_size, drop_remainder=True)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return _batched(tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
+        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True), batch_size)

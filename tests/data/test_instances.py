@@ -47,12 +47,17 @@ def test_make_windows_pads_right_and_keeps_owner():
     assert windows.tokens.tolist() == [[1, 2, 3, 4, 5], [3, 4, 5, 6, 7], [9, 8, 0, 0, 0]]
 
 
-def masked(length, *, max_len=12, max_predictions=4, prob=0.5, last_only=False, seed=(3, 4), mask_prob=1.0):
-    tokens = np.zeros(max_len, dtype=np.int64)
-    tokens[:length] = np.arange(11, 11 + length)
+def masked(length, *, max_len=12, max_predictions=4, prob=0.5, last_only=False, seed=(3, 4), mask_prob=1.0,
+           tokens=None, kind=None, matching=False, mask_runs=False):
+    if tokens is None:
+        tokens = np.zeros(max_len, dtype=np.int64)
+        tokens[:length] = np.arange(11, 11 + length)
+    if kind is None:
+        kind = masking.MASK_LAST if last_only else masking.MASK_RANDOM
     out = masking.mask_window(tf.constant(tokens), tf.constant(length), tf.constant(7),
-                              tf.constant(seed, tf.int64), tf.constant(last_only), max_predictions=max_predictions,
-                              masked_lm_prob=prob, mask_prob=mask_prob, mask_id=MASK, num_items=NUM_ITEMS)
+                              tf.constant(seed, tf.int64), tf.constant(kind), max_predictions=max_predictions,
+                              masked_lm_prob=prob, mask_prob=mask_prob, mask_id=MASK, num_items=NUM_ITEMS,
+                              matching=matching, mask_runs=mask_runs)
     return tokens, {k: v.numpy() for k, v in out.items()}
 
 
@@ -87,6 +92,30 @@ def test_mask_last_masks_only_the_last_item():
     assert out["masked_lm_ids"].tolist() == [16, 0, 0, 0]
     assert out["masked_lm_weights"].tolist() == [1.0, 0.0, 0.0, 0.0]
     assert out["input_ids"][:7].tolist() == [11, 12, 13, 14, 15, MASK, 0]
+
+
+def test_matching_kinds_move_the_last_item_into_the_matching_target():
+    tokens, out = masked(6, kind=masking.MASK_RANDOM, matching=True)
+    assert out["match_positive"].tolist() == [16]                 # the last item is the matching target
+    assert out["input_mask"].tolist() == [1] * 5 + [0] * 7 and 16 not in out["input_ids"].tolist()
+    assert out["masked_lm_weights"].sum() == 2                   # round(5 * 0.5) masks among the 5 left
+    _, only = masked(6, kind=masking.MATCH_ONLY, matching=True)
+    assert only["match_positive"].tolist() == [16] and only["masked_lm_weights"].sum() == 0
+    assert only["input_ids"].tolist() == [11, 12, 13, 14, 15] + [0] * 7
+    _, last = masked(6, kind=masking.MASK_LAST, matching=True)
+    assert last["match_positive"].tolist() == [0] and last["masked_lm_positions"][0] == 5
+    _, plain = masked(6, kind=masking.MASK_RANDOM)
+    assert "match_positive" not in plain
+
+
+def test_mask_runs_masks_whole_runs_of_equal_items():
+    tokens = np.array([11, 12, 12, 12, 13, 14, 14, 15, 0, 0, 0, 0])
+    for seed in range(20):
+        _, out = masked(8, tokens=tokens, prob=0.25, max_predictions=8, seed=(seed, 1), mask_runs=True)
+        masked_positions = set(out["masked_lm_positions"][out["masked_lm_weights"] > 0].tolist())
+        for run in ({1, 2, 3}, {5, 6}):
+            assert not masked_positions & run or run <= masked_positions, (seed, masked_positions)
+        assert masked_positions and all(out["input_ids"][p] == MASK for p in masked_positions)
 
 
 def test_mask_prob_zero_keeps_or_replaces_with_a_real_item():

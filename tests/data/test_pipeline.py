@@ -120,3 +120,39 @@ def test_next_item_instances_shift_by_one_pad_on_the_left_and_draw_foreign_negat
     again = list(next_item_training_dataset(windows, config, sampler, start=5).take(3).as_numpy_iterator())
     for first, second in zip(instances[5:8], again):
         assert all((first[k] == second[k]).all() for k in first)      # resumable from any instance
+
+
+@pytest.mark.parametrize("source", ["static", "dynamic"])
+def test_matching_instances_come_in_the_configured_proportions_with_foreign_negatives(tmp_path, source):
+    from bert4rec_tf.data.negatives import NegativeSampler
+
+    config = small_config(matching=True, match_only_prob=0.3, dupe_factor=9, num_shards=1)
+    rng = np.random.default_rng(3)
+    train = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=int(n), replace=False) for n in rng.integers(3, 7, 80)]
+    windows = make_windows(train, np.arange(1, 81), config.max_len, config.prop_sliding_window)
+    sampler = NegativeSampler(train, NUM_ITEMS)
+    total = len(windows) * 10
+    if source == "static":
+        write_static_instances(windows, config, NUM_ITEMS, str(tmp_path), progress=False)
+        files = [os.path.join(tmp_path, name) for name in os.listdir(tmp_path)]
+        dataset = static_training_dataset(files, config, sampler=sampler, match_negatives=5, repeat=False)
+    else:
+        dataset = dynamic_training_dataset(windows, config, NUM_ITEMS, sampler=sampler, match_negatives=5)
+    kinds = {"mask_last": 0, "match_only": 0, "mask_match": 0}
+    for instance in take(dataset, total):
+        user = int(instance["info"][0])
+        assert not set(instance["match_negatives"].tolist()) & set(train[user - 1].tolist())
+        assert instance["match_negatives"].shape == (5,)
+        if instance["match_positive"][0] == 0:
+            kinds["mask_last"] += 1
+        elif instance["masked_lm_weights"].sum() == 0:
+            kinds["match_only"] += 1
+            assert instance["match_positive"][0] in train[user - 1]
+        else:
+            kinds["mask_match"] += 1
+    shares = {kind: count / total for kind, count in kinds.items()}
+    if source == "static":
+        assert kinds["mask_last"] == len(windows)      # exactly one per window
+    assert shares["mask_last"] == pytest.approx(0.1, abs=0.03)
+    assert shares["match_only"] == pytest.approx(0.9 * 0.3, abs=0.04)
+    assert shares["mask_match"] == pytest.approx(0.9 * 0.7, abs=0.04)

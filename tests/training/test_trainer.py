@@ -20,10 +20,10 @@ TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "mode
         "--batch_size", "4", "--learning_rate", "1e-3", "--eval_every", "5"]
 
 
-def command(toy_file, data_dir, model_dir, steps=30):
+def command(toy_file, data_dir, model_dir, steps=30, model="bert4rec"):
     return [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty",
             "--source_file", toy_file, "--data_dir", data_dir, "--model_dir", model_dir,
-            "--train_steps", str(steps), *TINY]
+            "--train_steps", str(steps), "--model", model, *TINY]
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +41,23 @@ def finished_run(toy_file, tmp_path_factory):
     return data_dir, model_dir, whole.stdout
 
 
-def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, finished_run, tmp_path):
-    data_dir, whole_dir, _ = finished_run
+@pytest.fixture(scope="module")
+def finished_sasrec_run(toy_file, tmp_path_factory):
+    """An uninterrupted SASRec run: (data_dir, model_dir, stdout)."""
+    root = tmp_path_factory.mktemp("sasrec")
+    data_dir, model_dir = str(root / "data"), str(root / "whole")
+    whole = subprocess.run(command(toy_file, data_dir, model_dir, model="sasrec"), capture_output=True, text=True,
+                           timeout=600)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    return data_dir, model_dir, whole.stdout
+
+
+@pytest.mark.parametrize("model", ["bert4rec", "sasrec"])
+def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, request, tmp_path, model):
+    data_dir, whole_dir, _ = request.getfixturevalue("finished_run" if model == "bert4rec" else "finished_sasrec_run")
     model_dir = str(tmp_path / "cut")
     state = os.path.join(model_dir, "checkpoints", "state.json")
-    process = subprocess.Popen(command(toy_file, data_dir, model_dir), stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(command(toy_file, data_dir, model_dir, model=model), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline and process.poll() is None:
@@ -59,7 +71,8 @@ def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, finished
     with open(state) as handle:
         stopped_at = json.load(handle)["step"]
     assert 10 <= stopped_at < 30 and not os.path.isfile(os.path.join(model_dir, "results.json"))
-    resumed = subprocess.run(command(toy_file, data_dir, model_dir), capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(command(toy_file, data_dir, model_dir, model=model), capture_output=True, text=True,
+                             timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     results = [json.load(open(os.path.join(d, "results.json"))) for d in (whole_dir, model_dir)]
     assert results[0]["test"] == results[1]["test"]
