@@ -19,14 +19,40 @@ gradient (before clipping) and the learning rate.
 
 from __future__ import annotations
 
-import tensorflow as tf
+import dataclasses
+
 import keras
+import tensorflow as tf
+
+from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.layers import TransformerBlock
 
 
 class SequentialRecommender(keras.Model):
-    """Base class of every model; see the module docstring for the contract."""
+    """Base class of every model; see the module docstring for the contract.
+
+    Args:
+        config: the model section of the configuration (or its dict form), `vocab_size` set.
+        **kwargs: passed to `keras.Model`.
+
+    Raises:
+        ValueError: when `config.vocab_size` is not set.
+    """
 
     TRAINING_INSTANCES = "masked"
+
+    def __init__(self, config: ModelConfig | dict, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = ModelConfig(**config)
+        if config.vocab_size <= 0:
+            raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
+        self.model_config = config
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(config=dataclasses.asdict(self.model_config))
+        return config
 
     def history_inputs(self, history) -> dict:
         """The model's input features for raw histories int [batch, L]."""
@@ -62,3 +88,33 @@ class SequentialRecommender(keras.Model):
         self._loss_tracker.update_state(loss)
         return {"loss": self._loss_tracker.result(), "grad_norm": norm,
                 "learning_rate": tf.convert_to_tensor(rate)}
+
+
+def transformer_blocks(config: ModelConfig, dtype, causal: bool = False, activation: str = "gelu") -> list:
+    """The `config.num_layers` Transformer blocks of a model, with the configuration's ablations."""
+    return [
+        TransformerBlock(
+            hidden_size=config.hidden_size,
+            num_heads=config.num_heads,
+            intermediate_size=config.intermediate_size,
+            hidden_dropout=config.hidden_dropout,
+            attention_dropout=config.attention_dropout,
+            use_ffn=config.use_ffn,
+            use_layer_norm=config.use_layer_norm,
+            use_residual=config.use_residual,
+            causal=causal,
+            activation=activation,
+            dtype=dtype,
+            name=f"transformer_block_{index}",
+        )
+        for index in range(config.num_layers)
+    ]
+
+
+def run_blocks(blocks: list, hidden, padding_mask, training=None):
+    """Runs `hidden` [batch, seq_len, d] through `blocks`; returns it and each block's attention."""
+    attention_scores = []
+    for block in blocks:
+        hidden, probs = block(hidden, padding_mask=padding_mask, training=training, return_attention_scores=True)
+        attention_scores.append(probs)  # [batch, heads, seq_len, seq_len]
+    return hidden, attention_scores

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import keras
 from keras import ops
 
 from bert4rec_tf.config import ModelConfig
-from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead, TransformerBlock
-from bert4rec_tf.models.base import SequentialRecommender
+from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
+from bert4rec_tf.models.base import SequentialRecommender, run_blocks, transformer_blocks
 from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import masked_lm_loss
 
@@ -91,12 +89,8 @@ class BERT4Rec(SequentialRecommender):
         packed_capacity: int | None = None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        if isinstance(config, dict):
-            config = ModelConfig(**config)
-        if config.vocab_size <= 0:
-            raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
-        self.model_config = config
+        super().__init__(config, **kwargs)
+        config = self.model_config
         self.packed = packed
         self.packed_capacity = packed_capacity
         self.embedding = ItemEmbedding(
@@ -108,21 +102,7 @@ class BERT4Rec(SequentialRecommender):
             dtype=self.dtype_policy,
             name="embedding",
         )
-        self.transformer_blocks = [
-            TransformerBlock(
-                hidden_size=config.hidden_size,
-                num_heads=config.num_heads,
-                intermediate_size=config.intermediate_size,
-                hidden_dropout=config.hidden_dropout,
-                attention_dropout=config.attention_dropout,
-                use_ffn=config.use_ffn,
-                use_layer_norm=config.use_layer_norm,
-                use_residual=config.use_residual,
-                dtype=self.dtype_policy,
-                name=f"transformer_block_{index}",
-            )
-            for index in range(config.num_layers)
-        ]
+        self.transformer_blocks = transformer_blocks(config, self.dtype_policy)
         self.head = MaskedItemHead(self.embedding, dtype="float32", name="masked_item_head")
 
     def build(self, input_shape=None):
@@ -147,14 +127,8 @@ class BERT4Rec(SequentialRecommender):
         """
         if not self.built:
             self.build()
-        padding_mask = features["input_mask"]
         hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
-        attention_scores = []
-        for block in self.transformer_blocks:
-            hidden, probs = block(
-                hidden, padding_mask=padding_mask, training=training, return_attention_scores=True
-            )
-            attention_scores.append(probs)
+        hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, features["input_mask"], training)
         if return_attention_scores:
             return hidden, attention_scores
         return hidden
@@ -266,9 +240,5 @@ class BERT4Rec(SequentialRecommender):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            config=dataclasses.asdict(self.model_config),
-            packed=self.packed,
-            packed_capacity=self.packed_capacity,
-        )
+        config.update(packed=self.packed, packed_capacity=self.packed_capacity)
         return config

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import keras
 import numpy as np
 from keras import ops
 
-from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.models.base import SequentialRecommender
 
 
@@ -26,14 +23,6 @@ class POP(SequentialRecommender):
     """
 
     TRAINING_INSTANCES = "none"
-
-    def __init__(self, config: ModelConfig | dict, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(config, dict):
-            config = ModelConfig(**config)
-        if config.vocab_size <= 0:
-            raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
-        self.model_config = config
 
     def build(self, input_shape=None):
         self.counts = self.add_weight(shape=(self.model_config.vocab_size,), initializer="zeros",
@@ -63,8 +52,3 @@ class POP(SequentialRecommender):
 
     def call(self, features: dict, training=None):
         return self.score_next(features["input_ids"])
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(config=dataclasses.asdict(self.model_config))
-        return config

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import keras
 from keras import ops
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import PAD_ID
-from bert4rec_tf.layers import ItemEmbedding, TransformerBlock
-from bert4rec_tf.models.base import SequentialRecommender
+from bert4rec_tf.layers import ItemEmbedding
+from bert4rec_tf.models.base import SequentialRecommender, run_blocks, transformer_blocks
 from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import next_item_bce_loss, next_item_ce_loss
 
@@ -43,14 +41,10 @@ class SASRec(SequentialRecommender):
     TRAINING_INSTANCES = "next_item"
 
     def __init__(self, config: ModelConfig | dict, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(config, dict):
-            config = ModelConfig(**config)
-        if config.vocab_size <= 0:
-            raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
+        super().__init__(config, **kwargs)
+        config = self.model_config
         if config.loss not in LOSSES:
             raise ValueError(f"SASRec's loss must be one of {', '.join(LOSSES)}, got {config.loss!r}")
-        self.model_config = config
         self.embedding = ItemEmbedding(
             vocab_size=config.vocab_size,
             hidden_size=config.hidden_size,
@@ -61,23 +55,7 @@ class SASRec(SequentialRecommender):
             dtype=self.dtype_policy,
             name="embedding",
         )
-        self.transformer_blocks = [
-            TransformerBlock(
-                hidden_size=config.hidden_size,
-                num_heads=config.num_heads,
-                intermediate_size=config.intermediate_size,
-                hidden_dropout=config.hidden_dropout,
-                attention_dropout=config.attention_dropout,
-                use_ffn=config.use_ffn,
-                use_layer_norm=config.use_layer_norm,
-                use_residual=config.use_residual,
-                causal=True,
-                activation="relu",
-                dtype=self.dtype_policy,
-                name=f"transformer_block_{index}",
-            )
-            for index in range(config.num_layers)
-        ]
+        self.transformer_blocks = transformer_blocks(config, self.dtype_policy, causal=True, activation="relu")
 
     def build(self, input_shape=None):
         """Creates every weight; the shapes come from the configuration."""
@@ -92,10 +70,7 @@ class SASRec(SequentialRecommender):
             self.build()
         padding_mask = ops.cast(features["input_ids"] != PAD_ID, "int32")
         hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
-        attention_scores = []
-        for block in self.transformer_blocks:
-            hidden, probs = block(hidden, padding_mask=padding_mask, training=training, return_attention_scores=True)
-            attention_scores.append(probs)
+        hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, padding_mask, training)
         if return_attention_scores:
             return hidden, attention_scores
         return hidden
@@ -130,8 +105,3 @@ class SASRec(SequentialRecommender):
     def score_next(self, history, training=None):
         """F_last . E^T, float32 [batch, vocab_size]."""
         return self._item_scores(self.user_representation(history, training=training))
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(config=dataclasses.asdict(self.model_config))
-        return config

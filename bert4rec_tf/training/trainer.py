@@ -6,7 +6,7 @@ Model directory layout (see also `bert4rec_tf.training.run_folder`):
     train/, validation/         TensorBoard logs
     validation.json             the validation curve
     model.keras                 the exported model
-    export/                     the serving SavedModel and vocab.txt (raw id <TAB> model id)
+    export/                     the serving SavedModel and vocab.txt (escaped raw id <TAB> model id)
     results.json                test metrics of the best checkpoint, written last: the run is complete
 
 Every file is written under a temporary name and renamed into place, so it is complete or absent.

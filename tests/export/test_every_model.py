@@ -15,18 +15,12 @@ from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.models import MODELS, build_model
+from tests.export.conftest import WITHOUT_PACKAGE
 
 ITEMS = [f"i{k}" for k in range(1, 21)]
 HISTORIES = [["i1", "", "i2", "nope", "i3"], ["", "", "", "", "i7"]]
 
-LOADER = r"""
-import importlib.abc, json, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] == "bert4rec_tf":
-            raise ImportError("bert4rec_tf must not be needed")
-sys.meta_path.insert(0, Block())
-import tensorflow as tf
+LOADER = WITHOUT_PACKAGE + r"""
 loaded = tf.saved_model.load(sys.argv[1])
 history = tf.constant(json.loads(sys.argv[2]))
 top = loaded.signatures["serving_default"](history=history)

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from bert4rec_tf.export.saved_model import read_vocabulary, unseen_items
-from tests.export.conftest import ITEMS, UNICODE_ITEMS, export_tiny
+from tests.export.conftest import ITEMS, UNICODE_ITEMS, WITHOUT_PACKAGE, export_tiny
 
 
 def test_unseen_items_drops_each_rows_history_and_ignores_padding():
@@ -22,14 +22,7 @@ def test_unseen_items_drops_each_rows_history_and_ignores_padding():
     assert unseen_items(ids, 4).numpy().tolist() == [[True, False, True, False], [True] * 4, [False] * 4]
 
 
-LOADER = r"""
-import importlib.abc, json, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] == "bert4rec_tf":
-            raise ImportError("bert4rec_tf must not be needed")
-sys.meta_path.insert(0, Block())
-import tensorflow as tf
+LOADER = WITHOUT_PACKAGE + r"""
 loaded = tf.saved_model.load(sys.argv[1])
 top = loaded.signatures["serving_default"](history=tf.constant([["i1", "", "i2", "nope"], ["", "", "", ""]]))
 scored = loaded.signatures["score_candidates"](history=tf.constant([["i1", "", "i2", "nope"], ["", "", "", ""]]),

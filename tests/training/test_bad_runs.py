@@ -159,23 +159,18 @@ def test_damaged_run_files_are_named_and_results_kept(sources, good_run, tmp_pat
     assert digests(copy) == before
 
 
-def test_other_source_data_is_refused_and_the_export_kept(sources, good_run, tmp_path):
+@pytest.mark.parametrize("source, steps, needle", [
+    (1, 20, "was trained on another source file"),
+    (0, 5, "has trained 10 steps already, more than --train_steps 5"),
+])
+def test_other_data_or_fewer_steps_are_refused_and_the_run_kept(sources, good_run, tmp_path, source, steps,
+                                                                 needle):
     data_dir, model_dir = good_run
     copy = str(tmp_path / "copy")
     shutil.copytree(model_dir, copy)
     before = digests(copy)
-    line = one_error_line(train(sources[1], data_dir, copy, steps=20))
-    assert f"{copy} was trained on another source file" in line
-    assert digests(copy) == before
-
-
-def test_fewer_steps_than_trained_is_refused(sources, good_run, tmp_path):
-    data_dir, model_dir = good_run
-    copy = str(tmp_path / "copy")
-    shutil.copytree(model_dir, copy)
-    before = digests(copy)
-    line = one_error_line(train(sources[0], data_dir, copy, steps=5))
-    assert "has trained 10 steps already, more than --train_steps 5" in line
+    line = one_error_line(train(sources[source], data_dir, copy, steps=steps))
+    assert f"{copy} " in line and needle in line
     assert digests(copy) == before
 
 
