@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from typing import Callable
 
@@ -55,6 +56,19 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
         config.override("data.seed", seed)
     config.validate()
     return config
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as "2h", "30m", "1h30m", "45s" or "5400" (seconds).
+
+    Raises:
+        ValueError: naming --time_budget when the text is not such a duration.
+    """
+    match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or match is None:
+        raise ValueError(f"--time_budget {text!r} is not a duration such as 2h, 30m, 1h30m, 45s or 5400")
+    hours, minutes, seconds = (float(group) if group else 0.0 for group in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
 
 
 def guarded(run: Callable[[], None]) -> int:

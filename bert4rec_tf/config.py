@@ -105,7 +105,12 @@ class ModelConfig:
 
 @dataclasses.dataclass
 class TrainConfig:
-    """Optimisation (original optimization.py and run scripts)."""
+    """Optimisation (original optimization.py and run scripts).
+
+    `time_budget` (seconds, 0: none) trains until that much wall-clock time of training and
+    validation has passed, with the learning-rate schedule fitted to the steps the budget affords;
+    `train_steps` then only caps the steps.
+    """
 
     batch_size: int = 256
     learning_rate: float = 1e-4
@@ -114,6 +119,7 @@ class TrainConfig:
     weight_decay: float = constants.WEIGHT_DECAY_RATE
     clip_norm: float = constants.CLIP_NORM
     dynamic_masking: bool = False
+    time_budget: float = 0.0
 
 
 @dataclasses.dataclass
@@ -190,6 +196,8 @@ class ExperimentConfig:
                  train.weight_decay, "a finite number >= 0")
         _require(math.isfinite(train.clip_norm) and train.clip_norm > 0, "clip_norm", train.clip_norm,
                  "a positive finite number")
+        _require(math.isfinite(train.time_budget) and train.time_budget >= 0, "time_budget", train.time_budget,
+                 "a finite number of seconds >= 0")
 
     def override(self, key: str, value: Any) -> None:
         """Sets `section.field` (or a field name unique across sections) to `value`.
@@ -210,7 +218,7 @@ class ExperimentConfig:
 
 
 # Fields with a flag of their own in run_scripts/train.py; the others are set with --config.
-_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss")
+_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget")
 
 
 def _require(condition: bool, field: str, value: Any, expected: str) -> None:

@@ -25,6 +25,8 @@ flags.DEFINE_integer("max_len", None, "Override the sequence length (data and mo
 flags.DEFINE_integer("hidden_size", None, "Override model.hidden_size.")
 flags.DEFINE_enum("loss", None, ["bce", "ce"], "SASRec's loss: bce (the paper's, one negative per position) or "
                   "ce (softmax over all items). Override model.loss.")
+flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time has passed (e.g. 2h, 30m, "
+                    "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
 flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
@@ -38,6 +40,8 @@ def _run() -> None:
     for name in ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size", "loss"):
         if getattr(FLAGS, name) is not None:
             overrides.append(f"{name}={getattr(FLAGS, name)}")
+    if FLAGS.time_budget is not None:
+        overrides.append(f"time_budget={cli.parse_duration(FLAGS.time_budget)}")
     config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model)
     model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset if FLAGS.model == "bert4rec"
                                                 else f"{FLAGS.dataset}-{FLAGS.model}")

@@ -18,6 +18,9 @@ from bert4rec_tf.config import TrainConfig
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """lr * step / warmup before `warmup_steps`, then lr * (1 - step / total_steps), 0 from the end on.
 
+    `total_steps` is a variable: under a time budget the trainer moves the end of the schedule as it
+    learns how many steps the budget affords (`set_total_steps`), without retracing the train step.
+
     Args:
         learning_rate: the peak rate.
         warmup_steps: steps of linear warm-up from 0.
@@ -27,11 +30,19 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, learning_rate: float, warmup_steps: int, total_steps: int):
         self.learning_rate = learning_rate
         self.warmup_steps = warmup_steps
-        self.total_steps = total_steps
+        self.total = keras.Variable(float(total_steps), dtype="float32", trainable=False, name="total_steps")
+
+    @property
+    def total_steps(self) -> int:
+        return int(ops.convert_to_numpy(self.total))
+
+    def set_total_steps(self, total_steps: int) -> None:
+        """Moves the step at which the rate reaches 0."""
+        self.total.assign(float(total_steps))
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
-        decayed = self.learning_rate * ops.maximum(0.0, 1.0 - step / float(self.total_steps))
+        decayed = self.learning_rate * ops.maximum(0.0, 1.0 - step / self.total)
         if self.warmup_steps <= 0:
             return decayed
         warmup = self.learning_rate * step / float(self.warmup_steps)
@@ -47,15 +58,18 @@ def decay_excluded(variables) -> list:
     return [v for v in variables if any(pattern in v.path for pattern in constants.WEIGHT_DECAY_EXCLUDE)]
 
 
-def make_optimizer(config: TrainConfig, trainable_variables) -> keras.optimizers.AdamW:
+def make_optimizer(config: TrainConfig, trainable_variables,
+                   schedule: WarmupLinearDecay | None = None) -> keras.optimizers.AdamW:
     """AdamW with the original's constants, the schedule, clipping and the decay exclusions.
 
     Args:
         config: the training section (learning rate, steps, warm-up, decay, clip norm).
         trainable_variables: the model's built trainable variables (to exclude from decay).
+        schedule: the learning-rate schedule (default: warm-up, then linear decay to 0 at
+            `config.train_steps`).
     """
     optimizer = keras.optimizers.AdamW(
-        learning_rate=WarmupLinearDecay(config.learning_rate, config.warmup_steps, config.train_steps),
+        learning_rate=schedule or WarmupLinearDecay(config.learning_rate, config.warmup_steps, config.train_steps),
         weight_decay=config.weight_decay,
         beta_1=constants.ADAM_BETA_1,
         beta_2=constants.ADAM_BETA_2,

@@ -22,13 +22,13 @@ from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.prepare import PreparedData
 from bert4rec_tf.files import read_json, write_json_atomic
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 
 def fresh_state() -> dict:
     """The state of a run that has not trained yet."""
-    return {"version": STATE_VERSION, "step": 0, "instances": 0, "best": None, "best_step": None,
-            "since_best": 0, "curve": [], "seed_states": []}
+    return {"version": STATE_VERSION, "step": 0, "instances": 0, "seconds": 0.0, "scheduled": None, "best": None,
+            "best_step": None, "since_best": 0, "curve": [], "seed_states": []}
 
 
 def data_identity(prepared: PreparedData) -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import time
 
 import keras
 import numpy as np
@@ -35,7 +36,7 @@ from bert4rec_tf.evaluation.evaluator import evaluate, format_table
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.models import SequentialRecommender, build_model
-from bert4rec_tf.training.optimization import make_optimizer
+from bert4rec_tf.training.optimization import WarmupLinearDecay, make_optimizer
 from bert4rec_tf.training.run_folder import RunFolder
 
 SELECTION_METRIC = ("pop", "NDCG@10")
@@ -84,6 +85,32 @@ class StopOnDivergence(keras.callbacks.Callback):
                 "non-finite model: lower --learning_rate (or raise warm-up) and use a new --model_dir")
 
 
+class PaceMeter(keras.callbacks.Callback):
+    """Measures seconds per training step (the first step of each `fit`, which may trace the graph,
+    left out) and, for the latest interval, the seconds not spent in steps (starting the data
+    stream, the first step, validation, checkpoint). Put it last among the callbacks."""
+
+    def __init__(self):
+        super().__init__()
+        self.pace = None
+        self.overhead = 0.0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._begin = time.monotonic()
+        self._first_end, self._steps = None, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = time.monotonic()
+        if self._first_end is None:
+            self._first_end = now
+            return
+        self._steps += 1
+        self.pace = (now - self._first_end) / self._steps
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.overhead = time.monotonic() - self._begin - self._steps * (self.pace or 0.0)
+
+
 class CheckpointAndValidate(keras.callbacks.Callback):
     """After every interval: check the weights, validate, keep the best, write the resume point.
 
@@ -95,11 +122,13 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         batch_size: instances per step, to count the stream position in instances.
         attention_histories: validation histories whose average attention over the last 10
             positions is logged as heat-map images, per layer and head (None: no heat maps).
+        clock: seconds of training and validation the run has had, over all its processes.
     """
 
     def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
-                 attention_histories: np.ndarray | None = None):
+                 attention_histories: np.ndarray | None = None, clock=None):
         super().__init__()
+        self.clock = clock
         self.attention_histories = attention_histories
         self.run = run
         self.validate = validate
@@ -137,6 +166,8 @@ class CheckpointAndValidate(keras.callbacks.Callback):
             write_json_atomic(self.run.path("validation.json"), self.state["curve"])
             self._log_attention(step)
         self._save_weights("latest.weights.h5")
+        if self.clock is not None:
+            self.state["seconds"] = round(self.clock(), 3)
         self.state["seed_states"] = [ops.convert_to_numpy(g.state).tolist() for g in seed_generators(self.model)]
         write_json_atomic(self.run.checkpoint("state.json"), self.state)
 
@@ -210,6 +241,27 @@ def intervals(done: int, total: int, every: int) -> list[tuple[int, int]]:
     return [(count, steps) for count, steps in ((full, every), (1 if rest else 0, rest)) if count]
 
 
+def budget_plan(done: int, elapsed: float, budget: float, cap: int, every: int, probe: int,
+                scheduled: int | None, pace: float | None, overhead: float = 0.0) -> tuple[int, int]:
+    """The next interval under a time budget: (its steps, the total steps the budget affords).
+
+    Until the pace is measured, a first interval of `probe` steps (the warm-up, whose rates do not
+    depend on the total) measures it. Afterwards the total is the steps done plus what the time
+    left affords at `pace` seconds a step and `overhead` seconds (validation, checkpoint) an
+    interval of `every` steps, at most `cap`; the next interval is `every` steps or what is left of
+    that total. Training stops (0 steps) at the deadline, at `cap`, or once the schedule's end
+    `scheduled` has been reached, so the rate never rises again.
+
+    Example: budget_plan(100, 60.0, 600.0, 10_000, 500, 100, None, 0.5, 50.0) == (500, 1000).
+    """
+    if elapsed >= budget or done >= cap or (scheduled is not None and done >= scheduled):
+        return 0, done
+    if pace is None:
+        return min(probe, cap), cap
+    total = min(cap, done + int((budget - elapsed) / (pace + overhead / every)))
+    return min(every, total - done), total
+
+
 def training_stream(model: SequentialRecommender, config: ExperimentConfig, prepared: PreparedData,
                     train: list[np.ndarray]):
     """A function of the first instance number giving the model's endless, batched training stream.
@@ -250,6 +302,8 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     Re-running the same command in the same `model_dir` continues from the last checkpoint; the data
     stream continues at the instance where it stopped, so the result equals an uninterrupted run.
     `eval_every` may change between runs; a larger `train.train_steps` trains the run for longer.
+    With `train.time_budget`, training and validation stop at the deadline and the learning rate
+    decays to 0 there (see `budget_plan`); a resumed run continues the same budget.
     A model with nothing to train (POP) takes its statistics from the training data and is evaluated
     and exported at once.
 
@@ -272,8 +326,10 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         model = build_model(config.model)
         model.fit_statistics(train)
         trainable = bool(model.trainable_variables)
+        schedule = WarmupLinearDecay(config.train.learning_rate, config.train.warmup_steps, config.train.train_steps)
         if trainable:
-            model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
+            model.compile(optimizer=make_optimizer(config.train, model.trainable_variables, schedule),
+                          jit_compile=False)
         if state["step"]:
             model.optimizer.build(model.trainable_variables)
             load_checkpoint(model, run.checkpoint("latest.weights.h5"))
@@ -290,14 +346,37 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         validation_histories = evaluation_histories(sequences, "valid", config.data.max_len)[0][:ATTENTION_USERS]
     if trainable:
         stream = training_stream(model, config, prepared, train)
+        started, earlier = time.monotonic(), state["seconds"]
+
+        def clock() -> float:
+            return earlier + time.monotonic() - started
+
         checkpointing = CheckpointAndValidate(run, validate, patience, state, config.train.batch_size,
-                                              validation_histories if hasattr(model, "encode") else None)
-        callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every))]
-        for count, steps in intervals(state["step"], config.train.train_steps, eval_every):
-            if checkpointing.stopped_early:
-                break
+                                              validation_histories if hasattr(model, "encode") else None, clock)
+        pace = PaceMeter()
+        callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every)),
+                     pace]
+
+        def fit(count: int, steps: int) -> None:
             model.fit(stream(state["instances"]), epochs=count, steps_per_epoch=steps, callbacks=callbacks,
                       verbose=verbose)
+
+        if config.train.time_budget:
+            probe = min(eval_every, config.train.warmup_steps or eval_every)
+            while not checkpointing.stopped_early:
+                steps, total = budget_plan(state["step"], clock(), config.train.time_budget,
+                                           config.train.train_steps, eval_every, probe, state["scheduled"],
+                                           pace.pace, pace.overhead)
+                if not steps:
+                    break
+                schedule.set_total_steps(total)
+                state["scheduled"] = None if pace.pace is None else total
+                fit(1, steps)
+        else:
+            for count, steps in intervals(state["step"], config.train.train_steps, eval_every):
+                if checkpointing.stopped_early:
+                    break
+                fit(count, steps)
 
     best = run.checkpoint("best.weights.h5")
     if validate is not None and os.path.isfile(best):
