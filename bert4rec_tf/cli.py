@@ -9,16 +9,17 @@ from typing import Callable
 
 from absl import flags
 
-from bert4rec_tf.config import ExperimentConfig, preset
+from bert4rec_tf.config import MODEL_PRESETS, ExperimentConfig, preset
 from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.registry import DATASETS
 
 flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.")
 
 
 def define_data_flags() -> None:
     """The flags every data-reading command shares: data set, cache, source file, seed, overrides."""
-    flags.DEFINE_string("dataset", None, "Data set: ml-1m, ml-20m, beauty, steam, video-games, beauty-5core, custom.")
-    flags.DEFINE_string("model", "bert4rec", "Model preset: bert4rec, bert4rec_1mask, sasrec, bert4rec_match, pop.")
+    flags.DEFINE_string("dataset", None, f"Data set: {', '.join(DATASETS)}.")
+    flags.DEFINE_string("model", "bert4rec", f"Model preset: {', '.join(MODEL_PRESETS)}.")
     flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
                         "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
     flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")

@@ -13,7 +13,7 @@ record, a missing file, a damaged `dataset_info.json`) is removed and built agai
 naming its folder.
 
 Example:
-    builder = Bert4recMl1m(data_dir="datasets/tfds", source_file="ml-1m.txt.gz")
+    builder = BUILDERS["ml-1m"](data_dir="datasets/tfds", source_file="ml-1m.txt.gz")
     builder.download_and_prepare()
     users = builder.as_dataset(split="train")
 """
@@ -34,7 +34,7 @@ from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.preprocess import UserSequences, preprocess
 from bert4rec_tf.data.readers import Interactions, read_interactions
-from bert4rec_tf.data.registry import DatasetSpec, get_spec
+from bert4rec_tf.data.registry import DATASETS, DatasetSpec, get_spec
 
 logger = logging.getLogger("bert4rec_tf")
 
@@ -113,59 +113,16 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
             }
 
 
-class Bert4recMl1m(_UserSequenceBuilder):
-    """MovieLens 1M as in BERT4Rec."""
-
-    name = "bert4rec_ml1m"
-    DATASET = "ml-1m"
-
-
-class Bert4recMl20m(_UserSequenceBuilder):
-    """MovieLens 20M as in BERT4Rec."""
-
-    name = "bert4rec_ml20m"
-    DATASET = "ml-20m"
+def _builder_class(spec: DatasetSpec) -> type[_UserSequenceBuilder]:
+    """The builder of one registry entry: class `Bert4rec<Name>`, TFDS name `bert4rec_<name>`."""
+    class_name = "Bert4rec" + "".join(part.capitalize() for part in spec.name.split("-"))
+    return type(class_name, (_UserSequenceBuilder,), {
+        "__doc__": spec.description, "__module__": __name__,
+        "name": "bert4rec_" + spec.name.replace("-", ""), "DATASET": spec.name})
 
 
-class Bert4recBeauty(_UserSequenceBuilder):
-    """Amazon Beauty as in BERT4Rec."""
-
-    name = "bert4rec_beauty"
-    DATASET = "beauty"
-
-
-class Bert4recSteam(_UserSequenceBuilder):
-    """Steam reviews as in BERT4Rec."""
-
-    name = "bert4rec_steam"
-    DATASET = "steam"
-
-
-class Bert4recVideoGames(_UserSequenceBuilder):
-    """Amazon Video Games 5-core (the matching-task paper)."""
-
-    name = "bert4rec_video_games"
-    DATASET = "video-games"
-
-
-class Bert4recBeauty5core(_UserSequenceBuilder):
-    """Amazon Beauty 5-core (the matching-task paper)."""
-
-    name = "bert4rec_beauty5core"
-    DATASET = "beauty-5core"
-
-
-class Bert4recCustom(_UserSequenceBuilder):
-    """A user's own CSV or TSV file."""
-
-    name = "bert4rec_custom"
-    DATASET = "custom"
-
-
-BUILDERS: dict[str, type[_UserSequenceBuilder]] = {
-    cls.DATASET: cls for cls in (Bert4recMl1m, Bert4recMl20m, Bert4recBeauty, Bert4recSteam,
-                                 Bert4recVideoGames, Bert4recBeauty5core, Bert4recCustom)
-}
+# One builder per data set of the registry, made from it (e.g. BUILDERS["ml-1m"] is Bert4recMl1m).
+BUILDERS: dict[str, type[_UserSequenceBuilder]] = {name: _builder_class(spec) for name, spec in DATASETS.items()}
 
 
 # What reading a damaged build raises: a damaged, truncated or missing record file (OpError), a

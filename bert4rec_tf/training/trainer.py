@@ -14,7 +14,6 @@ Every file is written under a temporary name and renamed into place, so it is co
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import time
@@ -22,7 +21,6 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
-from keras import ops
 
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.instances import make_windows
@@ -31,173 +29,16 @@ from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_hist
                                        static_training_dataset)
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
-from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
-from bert4rec_tf.evaluation.evaluator import evaluate, format_table
+from bert4rec_tf.evaluation.evaluator import evaluate
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.models import SequentialRecommender, build_model
+from bert4rec_tf.training.callbacks import (CheckpointAndValidate, PaceMeter, StopOnDivergence, TrainSummaries,
+                                           seed_generators)
 from bert4rec_tf.training.optimization import WarmupLinearDecay, make_optimizer
 from bert4rec_tf.training.run_folder import RunFolder
 
-SELECTION_METRIC = ("pop", "NDCG@10")
-ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
 ATTENTION_USERS = 512
-
-
-class TrainingDiverged(ValueError):
-    """The loss, the gradient or the weights stopped being finite."""
-
-
-class TrainSummaries(keras.callbacks.Callback):
-    """Writes loss, gradient norm and learning rate to `model_dir/train` every `every` steps."""
-
-    def __init__(self, model_dir: str, every: int = 100):
-        super().__init__()
-        self.every = every
-        self.writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
-
-    def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if logs and step % self.every == 0:
-            with self.writer.as_default(step=step), tf.summary.record_if(True):
-                for name in ("loss", "grad_norm", "learning_rate"):
-                    if name in logs:
-                        tf.summary.scalar(name, float(logs[name]))
-            self.writer.flush()
-
-
-class StopOnDivergence(keras.callbacks.Callback):
-    """Stops training with `TrainingDiverged`, naming the step, once the loss or gradient is not finite.
-
-    Raised before the interval's checkpoint, so the last checkpoint stays the last finite one.
-    """
-
-    def on_train_batch_end(self, batch, logs=None):
-        logs = logs or {}
-        values = {name: float(logs[name]) for name in ("loss", "grad_norm") if name in logs}
-        if not all(math.isfinite(value) for value in values.values()):
-            step = int(self.model.optimizer.iterations.numpy())
-            shown = ", ".join(f"{name} {value}" for name, value in values.items())
-            print(flush=True)  # end the progress bar's line before the error
-            raise TrainingDiverged(
-                f"training diverged at step {step} ({shown}, learning rate "
-                f"{float(logs.get('learning_rate', math.nan)):.3g}); stopped before any checkpoint of the "
-                "non-finite model: lower --learning_rate (or raise warm-up) and use a new --model_dir")
-
-
-class PaceMeter(keras.callbacks.Callback):
-    """Measures seconds per training step (the first step of each `fit`, which may trace the graph,
-    left out) and, for the latest interval, the seconds not spent in steps (starting the data
-    stream, the first step, validation, checkpoint). Put it last among the callbacks."""
-
-    def __init__(self):
-        super().__init__()
-        self.pace = None
-        self.overhead = 0.0
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._begin = time.monotonic()
-        self._first_end, self._steps = None, 0
-
-    def on_train_batch_end(self, batch, logs=None):
-        now = time.monotonic()
-        if self._first_end is None:
-            self._first_end = now
-            return
-        self._steps += 1
-        self.pace = (now - self._first_end) / self._steps
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.overhead = time.monotonic() - self._begin - self._steps * (self.pace or 0.0)
-
-
-class CheckpointAndValidate(keras.callbacks.Callback):
-    """After every interval: check the weights, validate, keep the best, write the resume point.
-
-    Args:
-        run: the run's folder.
-        validate: a function of the model returning {protocol: {metric: value}}, or None.
-        patience: stop after this many validations without improvement (None: never).
-        state: the resume state (see `run_folder.fresh_state`), updated in place.
-        batch_size: instances per step, to count the stream position in instances.
-        attention_histories: validation histories whose average attention over the last 10
-            positions is logged as heat-map images, per layer and head (None: no heat maps).
-        clock: seconds of training and validation the run has had, over all its processes.
-    """
-
-    def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
-                 attention_histories: np.ndarray | None = None, clock=None):
-        super().__init__()
-        self.clock = clock
-        self.attention_histories = attention_histories
-        self.run = run
-        self.validate = validate
-        self.patience = patience
-        self.state = state
-        self.batch_size = batch_size
-        self.stopped_early = False
-        self.writer = tf.summary.create_file_writer(run.path("validation"))
-
-    def on_epoch_end(self, epoch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if not all(np.isfinite(ops.convert_to_numpy(v)).all() for v in self.model.trainable_variables):
-            raise TrainingDiverged(f"training diverged: the weights are not finite at step {step}; the last "
-                                   "checkpoint was kept: lower --learning_rate and use a new --model_dir")
-        self.state["instances"] += (step - self.state["step"]) * self.batch_size
-        self.state["step"] = step
-        if self.validate is not None:
-            results = self.validate(self.model)
-            with self.writer.as_default(step=step), tf.summary.record_if(True):
-                for protocol, values in results.items():
-                    for name, value in values.items():
-                        tf.summary.scalar(f"{protocol}/{name}", value)
-            self.state["curve"].append({"step": step, "loss": float((logs or {}).get("loss", math.nan)),
-                                        **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
-            score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
-            print(f"\nvalidation at step {step}:\n{format_table(results)}")
-            if math.isfinite(score) and (self.state["best"] is None or score > self.state["best"]):
-                self.state.update(best=score, best_step=step, since_best=0)
-                self._save_weights("best.weights.h5")
-            else:
-                self.state["since_best"] += 1
-                if self.patience is not None and self.state["since_best"] >= self.patience:
-                    self.model.stop_training = True
-                    self.stopped_early = True
-            write_json_atomic(self.run.path("validation.json"), self.state["curve"])
-            self._log_attention(step)
-        self._save_weights("latest.weights.h5")
-        if self.clock is not None:
-            self.state["seconds"] = round(self.clock(), 3)
-        self.state["seed_states"] = [ops.convert_to_numpy(g.state).tolist() for g in seed_generators(self.model)]
-        write_json_atomic(self.run.checkpoint("state.json"), self.state)
-
-    def _log_attention(self, step: int) -> None:
-        if self.attention_histories is None:
-            return
-        try:
-            maps = average_last_attention(self.model, self.attention_histories, last=ATTENTION_WINDOW)
-        except ValueError:  # no validation sequence is that long
-            return
-        with self.writer.as_default(step=step), tf.summary.record_if(True):
-            for layer, heads in enumerate(maps):
-                for head, matrix in enumerate(heads):
-                    tf.summary.image(f"attention/layer_{layer}/head_{head}", heatmap_image(matrix))
-        self.writer.flush()
-
-    def _save_weights(self, name: str) -> None:
-        os.makedirs(self.run.checkpoints, exist_ok=True)
-        temporary = self.run.checkpoint(f"tmp-{name}")
-        self.model.save_weights(temporary)
-        os.replace(temporary, self.run.checkpoint(name))
-
-
-def seed_generators(model: keras.Model) -> list:
-    """The model's random seed generators (dropout), in a fixed order.
-
-    Keras keeps their states out of the saved weights; the checkpoint stores them so that a resumed
-    run draws the same dropout masks as an uninterrupted one.
-    """
-    return [generator for layer in model._flatten_layers() for generator in layer._seed_generators]
 
 
 def load_checkpoint(model: keras.Model, path: str) -> None:

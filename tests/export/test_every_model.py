@@ -4,7 +4,6 @@ bert4rec_tf, equal to the Keras model's `score_next` and `user_representation`."
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
