@@ -72,14 +72,17 @@ class SequentialRecommender(keras.Model):
     def train_step(self, data):
         """One optimisation step that also logs `grad_norm` (before clipping) and `learning_rate`.
 
+        `data` is the features, or (features, labels) as `fit(x, y)` passes them.
+
         Under a `tf.distribute` strategy each replica's loss is divided by the number of replicas,
         since the replicas' gradients are summed; `grad_norm` is then the norm of one replica's share.
         The step is TensorFlow's (tf.GradientTape), as `model.fit` runs on the TensorFlow backend.
         """
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
         with tf.GradientTape() as tape:
-            predictions = self(data, training=True)
-            loss = self.compute_loss(x=data, y_pred=predictions)
+            predictions = self(features, training=True)
+            loss = self.compute_loss(x=features, y=labels, y_pred=predictions)
             scaled = self.optimizer.scale_loss(loss / replicas)
         gradients = tape.gradient(scaled, self.trainable_variables)
         norm = tf.linalg.global_norm(gradients)

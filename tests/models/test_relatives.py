@@ -126,3 +126,14 @@ def test_every_model_survives_keras_save_and_reload(name, tmp_path):
 def test_sasrec_rejects_an_unknown_loss():
     with pytest.raises(ValueError, match="SASRec's loss"):
         SASRec(config("sasrec", loss="hinge"))
+
+
+def test_fit_with_separate_labels_trains_like_labels_in_the_features():
+    features = training_batch("bert4rec")
+    losses = []
+    for data in ((features,), (features, features["masked_lm_ids"])):
+        keras.utils.set_random_seed(1)
+        model = build_model(config("bert4rec", hidden_dropout=0.0, attention_dropout=0.0))
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+        losses.append(model.fit(*data, batch_size=2, epochs=2, verbose=0).history["loss"])
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
