@@ -41,6 +41,7 @@ from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.data.split import training_sequences
+from bert4rec_tf.files import write_json_atomic
 
 logger = logging.getLogger("bert4rec_tf")
 METADATA = "metadata.json"
@@ -215,8 +216,7 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
         "files": files,
         "seconds": round(time.time() - started, 1),
     }
-    with open(os.path.join(temporary, METADATA), "w") as handle:
-        json.dump(metadata, handle, indent=2, sort_keys=True)
+    write_json_atomic(os.path.join(temporary, METADATA), metadata)
     os.replace(temporary, directory)
     return PreparedData(directory=directory, metadata=metadata)
 

@@ -107,7 +107,7 @@ class RunFolder:
         if changed:
             raise ValueError(f"{where} holds a run with another configuration ({', '.join(changed)} differ); "
                              "use a new --model_dir")
-        recorded = read_json(self.path("run.json"), "run's data record")
+        recorded = self.data_record()
         for key, what in (("source", "source file"), ("data_key", "prepared data")):
             if recorded.get(key) != identity[key]:
                 raise ValueError(f"{where} was trained on another {what} ({key} {recorded.get(key)}, this "
