@@ -5,9 +5,16 @@ slots) and bucketed (a static capacity: the batch's real slots rounded up to a m
 --bucket), with XLA off and on, in float32 and mixed precision, all in one process, and prints a
 table. Dynamic packing under XLA is very slow on CPU and is left out unless --dynamic_xla.
 
+Each row also gives the share of this machine's float32 limit: the model's floating-point work
+per sample (forward and backward, counted from the shapes) times samples/s, over the rate of a
+2048^3 float32 matrix product measured at the start. With --recbole (RecBole's samples/s measured
+beside it, see ../shared/peers/recbole) it gives the ratio to RecBole. --pipeline also times the
+dynamic-masking input pipeline alone on synthetic histories shaped like the data set's.
+
 Example:
     python run_scripts/benchmark.py
-    python run_scripts/benchmark.py --steps 5 --warmup 2 --datasets ml-1m --precisions float32
+    python run_scripts/benchmark.py --steps 5 --warmup 2 --datasets ml-1m --precisions float32 \
+        --packing dynamic --xla off --recbole 64.4 --pipeline
 """
 
 from __future__ import annotations
@@ -19,11 +26,16 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import bert4rec_tf  # noqa: F401  (first: turns on oneDNN before TensorFlow loads)
+
 import keras
 import numpy as np
+import tensorflow as tf
 
-from bert4rec_tf.config import preset
+from bert4rec_tf.config import ModelConfig, preset
 from bert4rec_tf.constants import mask_id, vocab_size
+from bert4rec_tf.data.instances import make_windows
+from bert4rec_tf.data.pipeline import dynamic_training_dataset
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.models import BERT4Rec
 
@@ -58,7 +70,57 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps (compilation)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--recbole", type=float, default=None,
+                        help="RecBole's samples/s on ML-1m measured beside this run: print the ratio")
+    parser.add_argument("--pipeline", action="store_true",
+                        help="also time the dynamic-masking input pipeline alone")
     return parser.parse_args(argv)
+
+
+def float32_limit(size: int = 2048, repeats: int = 5) -> float:
+    """FLOP/s of a size^3 float32 matrix product on this machine (the best of `repeats`)."""
+    a = tf.random.normal([size, size])
+    product = tf.function(lambda x: tf.matmul(x, x), autograph=False)
+    product(a).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size ** 3 / best
+
+
+def training_flops(config: ModelConfig, seq_len: int, slots: float) -> float:
+    """Floating-point operations of one training sample, forward and backward (3x forward).
+
+    Counts the matrix products: per layer the four attention projections, the two attention
+    products (over the full padded length, as computed) and the two FFN projections; the head's
+    transform and item scores at `slots` masked positions. Element-wise work is not counted.
+    """
+    d, n = config.hidden_size, seq_len
+    per_layer = 2 * n * d * (4 * d + 2 * config.intermediate_size) + 2 * 2 * n * n * d
+    head = 2 * slots * d * (d + config.vocab_size)
+    return 3 * (config.num_layers * per_layer + head)
+
+
+def pipeline_rate(dataset: str, batch_size: int, seed: int, batches: int = 30) -> float:
+    """Samples/s of the dynamic-masking pipeline alone, on synthetic histories like the data set's."""
+    config = preset(dataset).data
+    users, items = get_spec(dataset).paper_counts[:2]
+    rng = np.random.default_rng(seed)
+    if dataset.startswith("ml-"):
+        lengths = np.clip(rng.lognormal(4.6, 0.9, users).astype(int), 18, 2300)
+    else:
+        lengths = np.minimum(400, 3 + rng.geometric(1 / 6, users))
+    train = [rng.integers(1, items + 1, length) for length in lengths]
+    windows = make_windows(train, np.arange(1, users + 1), config.max_len, config.prop_sliding_window)
+    stream = iter(dynamic_training_dataset(windows, config, items, batch_size=batch_size))
+    for _ in range(3):
+        next(stream)
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(stream)
+    return batches * batch_size / (time.perf_counter() - start)
 
 
 def sequence_lengths(dataset: str, max_len: int, batch_size: int, rng: np.random.Generator):
@@ -121,25 +183,52 @@ def time_configuration(dataset: str, features: dict, packing: str, xla: bool, pr
     return elapsed
 
 
+def onednn_enabled() -> bool:
+    """Whether TensorFlow runs its oneDNN kernels in this process."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    limit = float32_limit()
     header = (f"{'dataset':<8} {'packing':<8} {'xla':<4} {'precision':<15} {'real/slots':>10} "
-              f"{'ms/step':>9} {'samples/s':>10}")
+              f"{'ms/step':>9} {'samples/s':>10} {'of limit':>9}")
+    recbole = args.recbole is not None
+    if recbole:
+        header += f" {'x RecBole':>9}"
     print(f"batch {args.batch_size}, {args.warmup} warm-up + {args.steps} timed steps, "
-          f"keras {keras.__version__} ({keras.backend.backend()}), {os.cpu_count()} CPUs")
+          f"keras {keras.__version__} ({keras.backend.backend()}), tensorflow {tf.__version__}, "
+          f"oneDNN {'on' if onednn_enabled() else 'off'}, {os.cpu_count()} CPUs")
+    print(f"float32 limit: a 2048^3 matrix product runs at {limit / 1e9:.0f} GFLOP/s")
     print(header)
     print("-" * len(header))
     for dataset in args.datasets:
         features = synthetic_features(dataset, args.batch_size, args.seed)
         real = int((features["masked_lm_weights"] > 0).sum())
         slots = features["masked_lm_weights"].size
+        config = preset(dataset).model
+        config.vocab_size = vocab_size(get_spec(dataset).paper_counts[1])
+        flops = training_flops(config, features["input_ids"].shape[1], real / args.batch_size)
         for packing, xla, precision in itertools.product(args.packing, args.xla, args.precisions):
             if packing == "dynamic" and xla and not args.dynamic_xla:
                 continue
             seconds = time_configuration(dataset, features, packing, xla, precision, args)
-            print(f"{dataset:<8} {packing:<8} {'on' if xla else 'off':<4} {precision:<15} "
-                  f"{f'{real}/{slots}':>10} {seconds * 1000:>9.1f} "
-                  f"{args.batch_size / seconds:>10.1f}", flush=True)
+            rate = args.batch_size / seconds
+            line = (f"{dataset:<8} {packing:<8} {'on' if xla else 'off':<4} {precision:<15} "
+                    f"{f'{real}/{slots}':>10} {seconds * 1000:>9.1f} {rate:>10.1f} "
+                    f"{rate * flops / limit:>8.0%}")
+            if recbole:
+                line += f" {rate / args.recbole:>9.2f}" if dataset == "ml-1m" else f" {'':>9}"
+            print(line, flush=True)
+        print(f"{dataset:<8} {flops / 1e9:.3f} GFLOP per sample (forward and backward): the float32 limit is "
+              f"{limit / flops:.0f} samples/s", flush=True)
+        if args.pipeline:
+            print(f"{dataset:<8} input pipeline alone (dynamic masking): "
+                  f"{pipeline_rate(dataset, args.batch_size, args.seed):.0f} samples/s", flush=True)
 
 
 if __name__ == "__main__":

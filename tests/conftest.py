@@ -7,6 +7,8 @@ import os
 import numpy as np
 import pytest
 
+import bert4rec_tf  # noqa: F401  (first: it turns on oneDNN before TensorFlow loads, as the scripts do)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert4rec_tf.constants import LAYER_NORM_EPSILON
+from bert4rec_tf.layers.dropout import Dropout
 from bert4rec_tf.layers.initializers import kernel_initializer
 
 
@@ -65,7 +66,7 @@ class ItemEmbedding(keras.layers.Layer):
             epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build((None, None, self.hidden_size))
-        self.dropout = keras.layers.Dropout(
+        self.dropout = Dropout(
             self.hidden_dropout, dtype=self.dtype_policy, name="dropout"
         )
         self.built = True

@@ -7,6 +7,7 @@ from keras import ops
 
 from bert4rec_tf.constants import ATTENTION_MASK_VALUE
 from bert4rec_tf.layers.attention_mask import attention_mask
+from bert4rec_tf.layers.dropout import Dropout
 from bert4rec_tf.layers.initializers import bias_initializer, kernel_initializer
 
 
@@ -59,7 +60,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.key_dense = dense("key")
         self.value_dense = dense("value")
         self.output_dense = dense("output")
-        self.probs_dropout = keras.layers.Dropout(
+        self.probs_dropout = Dropout(
             self.attention_dropout, dtype=self.dtype_policy, name="attention_probs_dropout"
         )
         for layer in (self.query_dense, self.key_dense, self.value_dense):

@@ -3,6 +3,7 @@
 import keras
 
 from bert4rec_tf.constants import LAYER_NORM_EPSILON
+from bert4rec_tf.layers.dropout import Dropout
 from bert4rec_tf.layers.multi_head_attention import MultiHeadAttention
 from bert4rec_tf.layers.position_wise_feed_forward import PositionWiseFeedForward
 
@@ -65,7 +66,7 @@ class TransformerBlock(keras.layers.Layer):
             name="self_attention",
         )
         self.self_attention.build(input_shape)
-        self.attention_output_dropout = keras.layers.Dropout(
+        self.attention_output_dropout = Dropout(
             self.hidden_dropout, dtype=self.dtype_policy, name="attention_output_dropout"
         )
         self.attention_layer_norm = self._layer_norm("attention_layer_norm", input_shape)
@@ -78,7 +79,7 @@ class TransformerBlock(keras.layers.Layer):
                 name="feed_forward",
             )
             self.feed_forward.build(input_shape)
-            self.feed_forward_dropout = keras.layers.Dropout(
+            self.feed_forward_dropout = Dropout(
                 self.hidden_dropout, dtype=self.dtype_policy, name="feed_forward_dropout"
             )
             self.feed_forward_layer_norm = self._layer_norm("feed_forward_layer_norm", input_shape)

@@ -2,9 +2,11 @@ import math
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert4rec_tf.constants import LOSS_EPSILON
 from bert4rec_tf.models import masked_lm_loss, matching_loss, next_item_bce_loss, next_item_ce_loss
+from bert4rec_tf.models.losses import sparse_softmax_cross_entropy
 
 
 def _cross_entropy(logits: list[float], label: int) -> float:
@@ -74,3 +76,22 @@ def test_matching_loss_by_hand():
     by_hand = -_log_sigmoid(c * 0.2) - math.log(1 - 1 / (1 + math.exp(-c * 0.2)))
     loss = matching_loss(users, table, positives, negatives, c, weights=np.array([1.0, 0.0]))
     assert float(loss) == pytest.approx(by_hand / (1 + LOSS_EPSILON), rel=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 1e4])
+def test_fused_cross_entropy_against_numpy_values_and_gradient(scale):
+    rng = np.random.default_rng(int(scale))
+    logits = rng.normal(size=(6, 11)) * scale
+    labels = rng.integers(0, 11, 6)
+    upstream = rng.random(6)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    expected = -log_softmax[np.arange(6), labels]
+    expected_gradient = (np.exp(log_softmax) - np.eye(11)[labels]) * upstream[:, None]
+    z = tf.constant(logits, tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(z)
+        losses = sparse_softmax_cross_entropy(tf.constant(labels, tf.int32), z)
+        total = tf.reduce_sum(losses * tf.constant(upstream, tf.float32))
+    np.testing.assert_allclose(losses.numpy(), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(tape.gradient(total, z).numpy(), expected_gradient, atol=1e-6)
