@@ -9,7 +9,7 @@ from typing import Callable
 
 from absl import flags
 
-from bert4rec_tf.config import MODEL_PRESETS, ExperimentConfig, preset
+from bert4rec_tf.config import MODEL_PRESETS, RECIPES, ExperimentConfig, preset, recipe_overrides
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 
@@ -40,14 +40,17 @@ def absl_main(run: Callable[[], None]) -> Callable[[list[str]], int]:
 
 
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
-                      model: str = "bert4rec") -> ExperimentConfig:
-    """The preset of `model` on `dataset` with `key=value` overrides (and the seed) applied.
+                      model: str = "bert4rec", recipe: str | None = None) -> ExperimentConfig:
+    """The preset of `model` on `dataset`, then the recipe's settings, then the `key=value` overrides
+    (and the seed): a flag given on the command line wins over the recipe.
 
     Raises:
         ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
             out of range.
     """
     config = preset(dataset, model)
+    for key, value in (recipe_overrides(recipe, dataset) if recipe else {}).items():
+        config.override(key, value)
     for override in overrides:
         if "=" not in override:
             raise ValueError(f"override {override!r} is not key=value")

@@ -317,6 +317,33 @@ MODEL_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+# Short-budget recipes: what to change in a preset (made for 400k GPU steps) to get the best model
+# out of a fixed time on a CPU. Every recipe trains with a time budget (the learning rate decays to 0
+# at the deadline), fresh masks each epoch (dynamic masking: no TFRecords are written) and the
+# README's CPU settings (batch 128, lr 1e-3), measured to learn faster per hour than the preset's
+# batch 256, lr 1e-4. On ML-1m the sequence length is halved (N 100, 20 masked slots): the paper's
+# Table 4 gives the same quality at N 100 as at N 200 (HR@10 0.6947 vs 0.6955), and a step costs
+# about half as much here. "paper" leaves the preset as it is.
+_CPU_RECIPE = {"*": {"batch_size": 128, "learning_rate": 1e-3, "dynamic_masking": True, "static_instances": False},
+               "ml-1m": {"max_len": 100, "max_predictions_per_seq": 20}}
+RECIPES: dict[str, dict[str, dict[str, Any]]] = {
+    "paper": {},
+    **{f"cpu-{name}": {**_CPU_RECIPE, "*": {**_CPU_RECIPE["*"], "time_budget": seconds}}
+       for name, seconds in (("30m", 1800.0), ("1h", 3600.0), ("2h", 7200.0))},
+}
+
+
+def recipe_overrides(name: str, dataset: str) -> dict[str, Any]:
+    """The settings recipe `name` gives on `dataset` (its "*" entries, then the data set's own).
+
+    Raises:
+        ValueError: for an unknown recipe, listing the known ones.
+    """
+    if name not in RECIPES:
+        raise ValueError(f"unknown --recipe {name!r}; known: {', '.join(RECIPES)}")
+    return {**RECIPES[name].get("*", {}), **RECIPES[name].get(dataset, {})}
+
+
 def preset(dataset: str, model: str = "bert4rec") -> ExperimentConfig:
     """The original settings of `model` on `dataset` as an `ExperimentConfig`.
 

@@ -2,6 +2,7 @@
 
     python run_scripts/train.py --dataset beauty
     python run_scripts/train.py --dataset ml-1m --model sasrec --loss ce
+    python run_scripts/train.py --dataset ml-1m --recipe cpu-2h
     python run_scripts/train.py --dataset ml-1m --source_file ml-1m.txt.gz --model_dir runs/ml1m \
         --train_steps 20000 --batch_size 128 --learning_rate 1e-3
 Re-running the same command continues from the last checkpoint.
@@ -15,6 +16,7 @@ import sys
 from absl import app, flags
 
 from bert4rec_tf import cli
+from bert4rec_tf.config import RECIPES
 
 cli.define_data_flags()
 flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>).")
@@ -27,6 +29,9 @@ flags.DEFINE_enum("loss", None, ["bce", "ce"], "SASRec's loss: bce (the paper's,
                   "ce (softmax over all items). Override model.loss.")
 flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time has passed (e.g. 2h, 30m, "
                     "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
+flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings for a short run on a CPU, applied to the preset "
+                  "before the other flags: cpu-30m, cpu-1h and cpu-2h (a time budget with batch, rate, masking and, on "
+                  "ML-1m, the length chosen for it), paper (the preset as it is). See README, Short-budget recipes.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
 flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
@@ -42,7 +47,7 @@ def _run() -> None:
             overrides.append(f"{name}={getattr(FLAGS, name)}")
     if FLAGS.time_budget is not None:
         overrides.append(f"time_budget={cli.parse_duration(FLAGS.time_budget)}")
-    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model)
+    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model, FLAGS.recipe)
     model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset if FLAGS.model == "bert4rec"
                                                 else f"{FLAGS.dataset}-{FLAGS.model}")
 

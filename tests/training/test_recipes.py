@@ -1,0 +1,37 @@
+"""Short-budget recipes resolve to the documented settings, and flags win over them."""
+
+import pytest
+
+from bert4rec_tf import cli
+from bert4rec_tf.config import RECIPES, preset
+
+
+@pytest.mark.parametrize("name, budget", [("cpu-30m", 1800.0), ("cpu-2h", 7200.0)])
+def test_ml1m_recipes_resolve_to_the_documented_settings(name, budget):
+    config = cli.experiment_config("ml-1m", [], recipe=name)
+    assert config.train.time_budget == budget
+    assert (config.train.batch_size, config.train.learning_rate, config.train.dynamic_masking) == (128, 1e-3, True)
+    assert (config.data.max_len, config.model.max_len, config.data.max_predictions_per_seq) == (100, 100, 20)
+    # The rest stays the paper's.
+    paper = preset("ml-1m")
+    assert (config.data.masked_lm_prob, config.model.hidden_size, config.model.hidden_dropout) == (
+        paper.data.masked_lm_prob, paper.model.hidden_size, paper.model.hidden_dropout)
+
+
+@pytest.mark.parametrize("dataset", ["beauty", "custom"])
+def test_short_sequence_recipes_keep_the_length(dataset):
+    config = cli.experiment_config(dataset, [], recipe="cpu-2h")
+    assert (config.data.max_len, config.train.batch_size, config.train.learning_rate) == (50, 128, 1e-3)
+    assert config.train.dynamic_masking and not config.data.static_instances and config.train.time_budget == 7200.0
+
+
+def test_paper_recipe_is_the_preset_and_flags_win_over_a_recipe():
+    assert cli.experiment_config("ml-1m", [], recipe="paper") == preset("ml-1m")
+    config = cli.experiment_config("ml-1m", ["learning_rate=5e-4", "time_budget=600", "max_len=200"],
+                                   recipe="cpu-2h")
+    assert (config.train.learning_rate, config.train.time_budget, config.data.max_len) == (5e-4, 600.0, 200)
+
+
+def test_an_unknown_recipe_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match="unknown --recipe 'gpu'; known: " + ", ".join(RECIPES)):
+        cli.experiment_config("ml-1m", [], recipe="gpu")
