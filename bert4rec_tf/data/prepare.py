@@ -20,6 +20,7 @@ naming the damaged file.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import logging
@@ -151,10 +152,25 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
             `config.num_negatives` (before any file is written).
         ValueError: for an unknown data set or split.
     """
-    from bert4rec_tf.data.tfds_builders import load_user_sequences  # heavy import, only when building
-
     get_spec(config.dataset)
     data_dir = data_dir or default_data_dir()
+    os.makedirs(data_dir, exist_ok=True)
+    # One preparation at a time per data folder (the workers of a multi-worker run, two runs started
+    # together): the later one waits, then reuses the prepared data.
+    with open(os.path.join(data_dir, ".prepare.lock"), "a+b") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logger.info("waiting for another process preparing data in %s", data_dir)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return _prepare_locked(config, data_dir, source_file, workers, progress)
+
+
+def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, workers: int,
+                    progress: bool) -> PreparedData:
+    """`prepare`, holding the data folder's lock."""
+    from bert4rec_tf.data.tfds_builders import load_user_sequences  # heavy import, only when building
+
     identity = source_identity(source_file)
     directory = output_directory(config, data_dir, identity)
     _remove_abandoned(os.path.dirname(directory))

@@ -63,6 +63,11 @@ class Dropout(keras.layers.Layer):
             return inputs
         seed = self.seed_generator.next()  # int64 [2], as Keras' own dropout, folded into int32
         seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            # The replicas share the seed generator's state: without this, every replica would drop the
+            # same positions of its share of the batch.
+            seed = tf.random.experimental.stateless_fold_in(seed, context.replica_id_in_sync_group)
         return dropout(inputs, self.rate, seed)
 
     def compute_output_shape(self, input_shape):

@@ -69,28 +69,60 @@ class SequentialRecommender(keras.Model):
     def fit_statistics(self, train_sequences: list) -> None:
         """Takes what the model needs from the training sequences (nothing by default)."""
 
+    def loss_terms(self, features):
+        """The number of terms the loss of this batch averages (None: unknown; the replicas of a
+        distributed step then weigh equally)."""
+        return None
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """Skips Keras' build from a data batch when every layer is built already (always, after
+        `build_model`). Under a strategy, Keras 3 would reduce the first batch's dict of per-replica
+        values with "MEAN" across replicas, which fails under MultiWorkerMirroredStrategy."""
+        if self._distribute_strategy is None or not all(layer.built for layer in self._flatten_layers()):
+            return super()._maybe_symbolic_build(iterator, data_batch)
+        with self.distribute_strategy.scope():
+            self._symbolic_build(data_batch={})
+
     def train_step(self, data):
         """One optimisation step that also logs `grad_norm` (before clipping) and `learning_rate`.
 
         `data` is the features, or (features, labels) as `fit(x, y)` passes them.
 
-        Under a `tf.distribute` strategy each replica's loss is divided by the number of replicas,
-        since the replicas' gradients are summed; `grad_norm` is then the norm of one replica's share.
+        Under a `tf.distribute` strategy with several replicas, each replica's loss is divided by the
+        number of replicas and the replicas' gradients are summed here (all-reduce), so `grad_norm`,
+        the clipping and the update all use the gradient of the whole global batch, as on one device
+        (the optimizer, `bert4rec_tf.training.optimization.AdamW`, does not sum them again).
         The step is TensorFlow's (tf.GradientTape), as `model.fit` runs on the TensorFlow backend.
         """
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+        share = 1.0 / replicas
+        if replicas > 1 and self.loss_terms(features) is not None:
+            # The loss is a mean over this replica's terms: weighted by its share of the global batch's
+            # terms, the replicas' gradients sum to the gradient of the whole batch's mean.
+            terms = tf.cast(self.loss_terms(features), tf.float32)
+            total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, terms)
+            share = tf.math.divide_no_nan(terms, total)
         with tf.GradientTape() as tape:
             predictions = self(features, training=True)
             loss = self.compute_loss(x=features, y=labels, y_pred=predictions)
-            scaled = self.optimizer.scale_loss(loss / replicas)
+            scaled = self.optimizer.scale_loss(loss * share)
         gradients = tape.gradient(scaled, self.trainable_variables)
+        # Lookups give IndexedSlices whose rows may repeat (an item twice in a batch, the position rows
+        # of two replicas): made dense, the norm, the clipping and the all-reduce see the true gradient.
+        gradients = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in gradients]
+        if replicas > 1:
+            gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         norm = tf.linalg.global_norm(gradients)
         rate = self.optimizer.learning_rate  # the rate of this step
         self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
-        self._loss_tracker.update_state(loss)
-        return {"loss": self._loss_tracker.result(), "grad_norm": norm,
-                "learning_rate": tf.convert_to_tensor(rate)}
+        self._loss_tracker.update_state(loss * share * replicas)  # the replicas' mean is the batch's loss
+        logs = {"loss": self._loss_tracker.result(), "grad_norm": norm, "learning_rate": tf.convert_to_tensor(rate)}
+        if isinstance(tf.distribute.get_strategy(), tf.distribute.MultiWorkerMirroredStrategy):
+            # Keras 3 averages the replicas' logs with strategy.reduce("MEAN", value, axis=0) under this
+            # strategy, which needs an axis to average over: give each value one.
+            logs = {name: tf.reshape(value, [1]) for name, value in logs.items()}
+        return logs
 
 
 def transformer_blocks(config: ModelConfig, dtype, causal: bool = False, activation: str = "gelu") -> list:

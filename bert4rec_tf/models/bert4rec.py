@@ -217,6 +217,10 @@ class BERT4Rec(SequentialRecommender):
         hidden = ops.take(flat_output, _flat_positions(last, ops.shape(sequence_output)[1]), axis=0)
         return ops.cast(self.head.transform_hidden(ops.cast(hidden, "float32")), "float32")
 
+    def loss_terms(self, features):
+        """The masked slots of the batch (the loss is their weighted mean): sum of `masked_lm_weights`."""
+        return ops.sum(ops.cast(features["masked_lm_weights"], "float32"))
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Weighted masked-item cross-entropy (see `masked_lm_loss`).
 

@@ -59,6 +59,11 @@ class BERT4RecMatch(BERT4Rec):
         hidden, user, _ = self._encode_with_user(features, training=training)
         return self._masked_logits(features, hidden), user
 
+    def loss_terms(self, features):
+        """None: the loss adds two means over different terms (masked slots, matched instances), so
+        the replicas of a distributed step weigh equally, which is close but not exact."""
+        return None
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Masked-item loss + matching loss (see the class docstring)."""
         logits, user = y_pred

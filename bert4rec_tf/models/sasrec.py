@@ -84,6 +84,10 @@ class SASRec(SequentialRecommender):
         """The sequence output [batch, max_len, hidden]; the loss scores it."""
         return self.encode(features, training=training)
 
+    def loss_terms(self, features):
+        """The positions with a next item (the loss is their mean)."""
+        return ops.sum(ops.cast(ops.not_equal(features["positive_ids"], 0), "float32"))
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The configured loss over the non-padding positions (see the class docstring)."""
         positives = ops.cast(x["positive_ids"], "int32")

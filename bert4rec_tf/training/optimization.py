@@ -58,6 +58,20 @@ def decay_excluded(variables) -> list:
     return [v for v in variables if any(pattern in v.path for pattern in constants.WEIGHT_DECAY_EXCLUDE)]
 
 
+@keras.saving.register_keras_serializable(package="bert4rec_tf")
+class AdamW(keras.optimizers.AdamW):
+    """Keras' AdamW for gradients that are already the sum over the replicas.
+
+    Under a `tf.distribute` strategy with several replicas, `SequentialRecommender.train_step` sums
+    the replicas' gradients itself, so that the gradient norm it logs and the global norm clipping
+    both see the gradient of the whole batch, as on one device. The optimizer must then not sum them
+    a second time. With one replica nothing differs from `keras.optimizers.AdamW`.
+    """
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)
+
+
 def make_optimizer(config: TrainConfig, trainable_variables,
                    schedule: WarmupLinearDecay | None = None) -> keras.optimizers.AdamW:
     """AdamW with the original's constants, the schedule, clipping and the decay exclusions.
@@ -68,7 +82,7 @@ def make_optimizer(config: TrainConfig, trainable_variables,
         schedule: the learning-rate schedule (default: warm-up, then linear decay to 0 at
             `config.train_steps`).
     """
-    optimizer = keras.optimizers.AdamW(
+    optimizer = AdamW(
         learning_rate=schedule or WarmupLinearDecay(config.learning_rate, config.warmup_steps, config.train_steps),
         weight_decay=config.weight_decay,
         beta_1=constants.ADAM_BETA_1,

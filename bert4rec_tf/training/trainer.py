@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 
 import keras
@@ -64,6 +65,26 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
     if name == "multi_worker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise ValueError(f"unknown strategy {name!r}; known: default, mirrored, multi_worker")
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes the run: always, except for the non-chief workers of a multi-worker run
+    (the chief is task "chief", or worker 0 when the cluster has no "chief")."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "chief" or (not has_chief and resolver.task_type == "worker"
+                                             and resolver.task_id == 0)
+
+
+def worker_folder(model_dir: str) -> str:
+    """A private copy of `model_dir` for a non-chief worker: it resumes from the chief's files and
+    writes its own (identical) checkpoints there, which are removed at the end."""
+    scratch = tempfile.mkdtemp(prefix="bert4rec-worker-")
+    if os.path.isdir(model_dir):
+        shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
+    return scratch
 
 
 def split_cpu(devices: int) -> None:
@@ -155,6 +176,25 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         raise ValueError(f"--eval_every must be at least 1, got {eval_every}")
     if patience is not None and patience < 1:
         raise ValueError(f"--patience must be at least 1, got {patience}")
+    if strategy == "multi_worker" and config.train.time_budget:
+        # Each worker would plan its steps from its own clock, and workers that disagree deadlock.
+        raise ValueError("--time_budget does not work with --strategy multi_worker yet; give --train_steps")
+    distribution = make_strategy(strategy)
+    if not is_chief(distribution):
+        scratch = worker_folder(model_dir)
+        try:
+            return train_and_evaluate_in(config, scratch, distribution, data_dir, source_file, eval_every,
+                                         patience, verbose=0)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return train_and_evaluate_in(config, model_dir, distribution, data_dir, source_file, eval_every, patience,
+                                 verbose)
+
+
+def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution: tf.distribute.Strategy,
+                          data_dir: str | None, source_file: str | None, eval_every: int, patience: int | None,
+                          verbose: int) -> dict:
+    """`train_and_evaluate` in `model_dir` under `distribution` (already made)."""
     run = RunFolder(model_dir)
     run.load_state()  # a damaged folder is named before the data is prepared
     prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
@@ -163,7 +203,7 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     train = training_sequences(sequences, config.data.split)
     keras.utils.set_random_seed(config.data.seed)
 
-    with make_strategy(strategy).scope():
+    with distribution.scope():
         model = build_model(config.model)
         model.fit_statistics(train)
         trainable = bool(model.trainable_variables)
@@ -198,8 +238,13 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every)),
                      pace]
 
+        options = tf.data.Options()
+        # Under a multi-worker strategy every worker reads the same stream and takes its share of
+        # each global batch, so the batches and the resume position are those of one worker.
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+
         def fit(count: int, steps: int) -> None:
-            model.fit(stream(state["instances"]), epochs=count, steps_per_epoch=steps, callbacks=callbacks,
+            model.fit(stream(state["instances"]).with_options(options), epochs=count, steps_per_epoch=steps, callbacks=callbacks,
                       verbose=verbose)
 
         if config.train.time_budget:
@@ -247,8 +292,8 @@ def replace_folder(path: str, write) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256) -> dict:
-    """Evaluates `model_dir/model.keras` on its prepared data and writes `evaluation.json`.
+def load_finished_run(model_dir: str) -> tuple[keras.Model, PreparedData, ExperimentConfig]:
+    """The exported model of a finished run, its prepared data and its configuration.
 
     Raises:
         FileNotFoundError: when the folder holds no finished run or its prepared data is gone.
@@ -270,6 +315,18 @@ def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256) -> 
     except (OSError, ValueError) as error:
         raise ValueError(f"{run.path('model.keras')}: cannot be loaded ({' '.join(str(error).split())[:200]})"
                          ) from None
+    return model, prepared, config
+
+
+def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256) -> dict:
+    """Evaluates `model_dir/model.keras` on its prepared data and writes `evaluation.json`.
+
+    Raises:
+        FileNotFoundError: when the folder holds no finished run or its prepared data is gone.
+        ValueError: when a run file is damaged.
+    """
+    model, prepared, config = load_finished_run(model_dir)
+    run = RunFolder(model_dir)
     results = evaluate(model, prepared.sequences(), stage, config.data.max_len, prepared.candidates(),
                        batch_size=batch_size, progress=True)
     write_json_atomic(run.path("evaluation.json"), {stage: results})
