@@ -32,6 +32,15 @@ def write_json_atomic(path: str | os.PathLike, value: Any) -> None:
     os.replace(temporary, path)
 
 
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Writes `text` (UTF-8) under a temporary name, then renames it into place."""
+    path = os.fspath(path)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
 def read_json(path: str | os.PathLike, what: str = "file") -> Any:
     """The JSON value in `path`.
 

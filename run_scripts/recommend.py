@@ -5,17 +5,19 @@
     python run_scripts/recommend.py --model_dir runs/beauty --history_file history.txt
     python run_scripts/recommend.py --model_dir runs/ml1m-orig --history "1193 661" \
         --titles ../shared/datasets/ml-1m/movies.dat.gz
+    python run_scripts/recommend.py --model_dir runs/ml1m --history "1 2 3" \
+        --titles ../shared/datasets/ml-1m/movies.dat.gz --id_map ../shared/datasets/ml-1m/sas_to_original_items.txt.gz
 The history is the data set's raw item ids, oldest first, from exactly one of --history (split at
 runs of whitespace, or at --separator) and --history_file (one id a line, UTF-8, escaped as in the
 export's vocab.txt). Ids missing from the export's vocab.txt are named on stderr and ignored; when
 none is known the command fails rather than recommend for an empty history. Printed ids are escaped
 as in vocab.txt; fewer than 10 lines are printed only when fewer items are unseen. --titles reads a
-MovieLens movies.dat (`id::title::genres`, plain or .gz) whose ids are the run's raw item ids.
+MovieLens movies.dat (`id::title::genres`, plain or .gz); --id_map maps the run's raw item ids to its
+ids (ml-1m.txt.gz uses SASRec's ids: sas_to_original_items.txt.gz maps them to MovieLens ids).
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 import sys
 
@@ -23,6 +25,7 @@ from absl import app, flags
 
 from bert4rec_tf import cli
 from bert4rec_tf.data.id_files import escape_id, unescape_id
+from bert4rec_tf.data.titles import read_id_map, read_titles, title_of
 
 flags.DEFINE_string("model_dir", None, "A folder written by run_scripts/train.py (reads its export/).")
 flags.DEFINE_string("history", None, "Raw item ids, oldest first, separated by whitespace or --separator.")
@@ -32,6 +35,8 @@ flags.DEFINE_string("history_file", None, "A UTF-8 file of raw item ids, oldest 
                     "backslash, tab, line feed and carriage return escaped as \\\\ \\t \\n \\r (as in "
                     "export/vocab.txt); a byte-order mark, CRLF line ends and blank lines are fine.")
 flags.DEFINE_string("titles", None, "Optional movies.dat-style file giving a title per raw item id.")
+flags.DEFINE_string("id_map", None, "Optional 'run_id title_id' file (plain or .gz) when --titles uses other ids, "
+                    "e.g. ../shared/datasets/ml-1m/sas_to_original_items.txt.gz for runs on ml-1m.txt.gz.")
 flags.mark_flag_as_required("model_dir")
 FLAGS = flags.FLAGS
 
@@ -73,14 +78,6 @@ def read_history_file(path: str) -> list[str]:
     return [unescape_id(line, path, number) for number, line in enumerate(lines, start=1) if line]
 
 
-def read_titles(path: str) -> dict[str, str]:
-    """Raw id -> title from an `id::title::...` file (ISO-8859-1, as MovieLens ships it)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="iso-8859-1") as handle:
-        return {fields[0]: fields[1] for fields in (line.rstrip("\n").split("::") for line in handle)
-                if len(fields) >= 2}
-
-
 def read_history() -> tuple[list[str], str]:
     """The history ids from --history or --history_file, and the flag they came from.
 
@@ -116,12 +113,15 @@ def _run() -> None:
         raise ValueError(f"no id of {source} is in {os.path.join(export, VOCAB_FILE)}: {named}")
     if unknown:
         print(f"unknown ids (ignored): {named}", file=sys.stderr)
+    if FLAGS.id_map and not FLAGS.titles:
+        raise ValueError("--id_map maps ids to those of --titles; give --titles too")
     titles = read_titles(FLAGS.titles) if FLAGS.titles else {}
+    id_map = read_id_map(FLAGS.id_map) if FLAGS.id_map else None
     out = tf.saved_model.load(export).signatures["serving_default"](history=tf.constant([history]))
     count = int(out["num_items"].numpy()[0])
     for rank, (item, score) in enumerate(zip(out["item_ids"].numpy()[0][:count], out["scores"].numpy()[0]), start=1):
         item = item.decode("utf-8")
-        print(f"{rank:2d}. {escape_id(item):>12}  {score:8.3f}  {titles.get(item, '')}".rstrip())
+        print(f"{rank:2d}. {escape_id(item):>12}  {score:8.3f}  {title_of(item, titles, id_map)}".rstrip())
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
+import tensorflow as tf
 from keras import ops
 from tqdm.auto import tqdm
 
@@ -41,10 +43,17 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     if unknown:
         raise ValueError(f"unknown protocol(s) {sorted(unknown)}; known: {', '.join(PROTOCOLS)}")
     histories, targets = evaluation_histories(sequences, stage, max_len)
+    def score_next(history):
+        return model.score_next(history, training=False)
+
+    if isinstance(model, keras.Model):
+        # One traced graph for every batch (the last, smaller batch reuses it): eager execution
+        # would dispatch every operation from Python.
+        score_next = tf.function(score_next, reduce_retracing=True)
     ranks: dict[str, list[np.ndarray]] = {p: [] for p in protocols}
     for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
         end = min(begin + batch_size, sequences.num_users)
-        scores = ops.convert_to_numpy(model.score_next(histories[begin:end], training=False))  # [b, vocab]
+        scores = ops.convert_to_numpy(score_next(histories[begin:end]))  # [b, vocab]
         rows = np.arange(end - begin)
         target_scores = scores[rows, targets[begin:end]]
         for protocol in protocols:

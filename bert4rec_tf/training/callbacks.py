@@ -127,8 +127,10 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                 for protocol, values in results.items():
                     for name, value in values.items():
                         tf.summary.scalar(f"{protocol}/{name}", value)
-            self.state["curve"].append({"step": step, "loss": float((logs or {}).get("loss", math.nan)),
-                                        **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
+            point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
+            if self.clock is not None:
+                point["seconds"] = round(self.clock(), 1)  # training and validation time so far
+            self.state["curve"].append({**point, **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
             print(f"\nvalidation at step {step}:\n{format_table(results)}")
             if math.isfinite(score) and (self.state["best"] is None or score > self.state["best"]):

@@ -59,3 +59,18 @@ def test_bad_input_is_a_one_line_error(unicode_run, args, needle):
     assert result.returncode == 1, result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert errors == [f"error: {needle.format(export=os.path.join(run_dir, 'export'))}"], result.stderr[-2000:]
+
+
+def test_titles_through_an_id_map(unicode_run, tmp_path):
+    _, run_dir = unicode_run
+    titles = tmp_path / "movies.dat"
+    titles.write_bytes("10::Amélie (2001)::Comedy\n20::Smile (1975)::Comedy\n".encode("iso-8859-1"))
+    id_map = tmp_path / "map.txt"
+    id_map.write_text("é 10\n\U0001f642 20\n", encoding="utf-8")
+    result = recommend(run_dir, "--history", "商品", "--titles", str(titles), "--id_map", str(id_map))
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = {line[4:].split()[0]: line for line in result.stdout.splitlines() if line[2:4] == ". "}
+    assert lines["é"].endswith("Amélie (2001)") and lines["\U0001f642"].endswith("Smile (1975)")
+    assert sum(line.endswith(")") for line in lines.values()) == 2  # the others have no title
+    without_titles = recommend(run_dir, "--history", "商品", "--id_map", str(id_map))
+    assert without_titles.returncode == 1 and "give --titles too" in without_titles.stderr

@@ -1,0 +1,118 @@
+"""The reproduction report's figures (matplotlib, from the `report` extra): validation curves against
+training time, metrics against a swept setting, and the attention heat maps of the paper's figure."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from bert4rec_tf.reproduction import SWEEPS, Run
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError as error:
+        raise ImportError("the report's figures need matplotlib: pip install -e \".[report]\"") from error
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(figure, path: str) -> str:
+    temporary = f"{path}.tmp-{os.getpid()}.png"
+    figure.savefig(temporary, dpi=110, bbox_inches="tight")
+    os.replace(temporary, path)
+    return path
+
+
+def curves_figure(out: str, runs: list[Run], path: str, metric: str = "pop/NDCG@10") -> str | None:
+    """Validation `metric` against training time (minutes), one panel per data set, one line per run."""
+    plt = _pyplot()
+    curves: dict[str, list[tuple[str, list[float], list[float]]]] = {}
+    for run in runs:
+        file = os.path.join(out, "runs", run.name, "validation.json")
+        if not os.path.isfile(file):
+            continue
+        with open(file, encoding="utf-8") as handle:
+            points = [p for p in json.load(handle) if p.get("seconds") is not None and p.get(metric) is not None]
+        if points:
+            curves.setdefault(run.dataset, []).append(
+                (run.setting, [p["seconds"] / 60 for p in points], [p[metric] for p in points]))
+    if not curves:
+        return None
+    figure, axes = plt.subplots(1, len(curves), figsize=(6 * len(curves), 4), squeeze=False)
+    for axis, (dataset, lines) in zip(axes[0], curves.items()):
+        for label, minutes, values in lines:
+            axis.plot(minutes, values, marker="o", markersize=3, label=label)
+        axis.set_title(dataset)
+        axis.set_xlabel("training and validation time (minutes)")
+        axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ')}")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    return _save(figure, path)
+
+
+def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
+    """Test pop-100 HR@10 and NDCG@10 against the swept value, per data set; for max_len also the
+    training samples/s (right axis)."""
+    plt = _pyplot()
+    by_dataset: dict[str, dict[float, dict]] = {}
+    for row in rows:
+        if row["value"] is not None:
+            by_dataset.setdefault(row["dataset"], {})[row["value"]] = row
+    if not by_dataset:
+        return None
+    figure, axes = plt.subplots(1, len(by_dataset), figsize=(6 * len(by_dataset), 4), squeeze=False)
+    for axis, (dataset, points) in zip(axes[0], by_dataset.items()):
+        values = sorted(points)
+        for metric in ("pop/HR@10", "pop/NDCG@10"):
+            axis.plot(values, [points[v][metric] for v in values], marker="o", label=f"test {metric}")
+        axis.set_xlabel(SWEEPS.get(experiment, experiment))
+        axis.set_ylabel("test metric (pop-100)")
+        axis.set_title(dataset)
+        axis.grid(alpha=0.3)
+        if experiment in ("max_len", "hidden_size"):
+            axis.set_xscale("log", base=2)
+            axis.set_xticks(values, [str(int(v)) for v in values])
+        if experiment == "max_len":
+            speed = axis.twinx()
+            speed.plot(values, [points[v]["samples_per_second"] or np.nan for v in values], color="grey",
+                       linestyle="--", marker="s", label="training samples/s")
+            speed.set_ylabel("training samples/s")
+            speed.legend(loc="lower right", fontsize=8)
+        axis.legend(loc="lower left", fontsize=8)
+    return _save(figure, path)
+
+
+def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 10) -> str:
+    """The paper's heat-map figure: the average attention among the last `last` positions ([mask]
+    last) of the validation histories, one panel per layer and head, rows queries, columns keys."""
+    from bert4rec_tf.data.pipeline import evaluation_histories
+    from bert4rec_tf.evaluation.attention import average_last_attention
+    from bert4rec_tf.training.trainer import load_finished_run
+
+    plt = _pyplot()
+    model, prepared, config = load_finished_run(model_dir)
+    histories = evaluation_histories(prepared.sequences(), "valid", config.data.max_len)[0][:users]
+    weights = average_last_attention(model, histories, last)  # [layers, heads, last, last]
+    layers, heads = weights.shape[:2]
+    labels = [str(i - last + 1) for i in range(last - 1)] + ["[mask]"]
+    figure, axes = plt.subplots(layers, heads, figsize=(4.6 * heads, 4.0 * layers), squeeze=False)
+    figure.subplots_adjust(wspace=0.35, hspace=0.45)
+    for layer in range(layers):
+        for head in range(heads):
+            axis = axes[layer][head]
+            image = axis.imshow(weights[layer, head], cmap="viridis", vmin=0)
+            axis.set_title(f"layer {layer + 1}, head {head + 1}")
+            axis.set_xticks(range(last), labels, fontsize=7, rotation=90)
+            axis.set_yticks(range(last), labels, fontsize=7)
+            axis.set_xlabel("key position")
+            if head == 0:
+                axis.set_ylabel("query position")
+            figure.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
+    figure.suptitle(f"average attention over the last {last} positions ({len(histories)} validation users)")
+    return _save(figure, path)

@@ -1,0 +1,101 @@
+"""reproduce.py: the plans, skip and resume, the report's columns and published numbers, the figures."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from bert4rec_tf.reproduction import COLUMNS, PUBLISHED, plan
+from tests.conftest import REPO, toy_sequences, write_pairs
+from tests.training.test_bad_runs import TINY
+
+SCRIPT = os.path.join(REPO, "run_scripts", "reproduce.py")
+SPEC = os.path.join(os.path.dirname(REPO), "shared", "SPEC.md")
+
+
+def reproduce(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=900)
+
+
+def test_table2_plan_has_the_six_models_and_their_flags(tmp_path):
+    result = reproduce("table2", "--datasets", "ml-1m", "--budget", "5m", "--out", str(tmp_path), "--dry_run")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if re.match(r"\s+\d+\.", line)]
+    assert [line.split()[1] for line in lines] == [
+        "ml-1m-pop", "ml-1m-sasrec-bce", "ml-1m-sasrec-ce", "ml-1m-bert4rec-1mask", "ml-1m-bert4rec",
+        "ml-1m-bert4rec-match"]
+    assert "--model sasrec" in lines[2] and "--loss ce" in lines[2] and "--time_budget 5m" in lines[2]
+    assert all("[new]" in line for line in lines)
+    assert not os.listdir(tmp_path)  # a dry run writes nothing
+
+
+def test_ablation_and_sweep_plans():
+    ablation = {run.setting: run for run in plan("ablation", ["ml-1m"])}
+    assert len(ablation) == 14
+    assert ablation["ablation-no-pe"].flags == ("--config", "use_position_embedding=false")
+    assert ablation["ablation-no-dropout"].flags == ("--config", "hidden_dropout=0", "--config", "attention_dropout=0")
+    assert ablation["ablation-heads-8"].flags == ("--config", "num_heads=8")
+    assert ablation["ablation-only-matching"].model == "bert4rec_match"
+    rho = plan("mask_prob", ["beauty"])
+    assert [run.value for run in rho] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert rho[0].flags == ("--config", "masked_lm_prob=0.1", "--config", "max_predictions_per_seq=5")
+    assert [run.value for run in plan("max_len", ["ml-1m"])] == [10, 50, 100, 200, 400]
+    assert plan("max_len", ["ml-1m"])[-1].flags == ("--max_len", "400", "--config", "max_predictions_per_seq=80")
+    assert [run.value for run in plan("hidden_size", ["beauty"])] == [16, 32, 64, 128, 256]
+    with pytest.raises(ValueError, match="unknown experiment 'table9'"):
+        plan("table9", ["ml-1m"])
+
+
+def test_every_published_number_quoted_is_in_the_spec():
+    if not os.path.isfile(SPEC):
+        pytest.skip(f"{SPEC} is absent")
+    with open(SPEC, encoding="utf-8") as handle:
+        spec = handle.read()
+    for (dataset, setting), (protocol, values, source) in PUBLISHED.items():
+        for metric, value in values.items():
+            assert f"{value:.4f}" in spec, (dataset, setting, metric, value)
+    assert PUBLISHED[("ml-1m", "bert4rec")][1]["HR@10"] == 0.6970
+    assert PUBLISHED[("ml-1m", "bert4rec-match")][0] == "uniform"  # the matching paper's protocol
+    assert PUBLISHED[("beauty", "ablation-no-ln")][1] == {"NDCG@10": 0.1642}
+
+
+@pytest.mark.slow
+def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
+    source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
+    out = tmp_path / "out"
+    args = ["table2", "--datasets", "beauty", "--only", "pop,bert4rec", "--train_steps", "4", "--eval_every", "2",
+            "--out", str(out), "--data_dir", str(tmp_path / "data"), "--source_file", f"beauty={source}",
+            "--extra", " ".join(TINY)]
+    first = reproduce(*args)
+    assert first.returncode == 0, first.stderr[-3000:] + first.stdout[-2000:]
+    assert "run 1/2: beauty-pop (new)" in first.stdout and "run 2/2: beauty-bert4rec (new)" in first.stdout
+    # An interrupted run: its checkpoint is there, its results are not.
+    os.remove(out / "runs" / "beauty-bert4rec" / "results.json")
+    shutil.rmtree(out / "runs" / "beauty-bert4rec" / "export")
+    second = reproduce(*args)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "run 1/2: beauty-pop finished earlier, skipped" in second.stdout
+    assert "run 2/2: beauty-bert4rec (started)" in second.stdout
+    assert os.path.isfile(out / "runs" / "beauty-bert4rec" / "results.json")
+
+    with open(out / "report.csv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == COLUMNS
+    bert4rec = [row for row in rows if row["setting"] == "bert4rec"]
+    assert [row["published_metric"] for row in bert4rec] == ["HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR"]
+    hr10 = next(row for row in bert4rec if row["published_metric"] == "HR@10")
+    assert float(hr10["published"]) == 0.3025 and hr10["published_protocol"] == "pop"
+    assert float(hr10["relative_difference"]) == pytest.approx((float(hr10["ours"]) - 0.3025) / 0.3025)
+    assert float(hr10["ours"]) == float(hr10["pop/HR@10"]) and int(hr10["steps"]) == 4
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "2 of 2 runs finished" in report and "| bert4rec | pop-100 | HR@10 | 0.3025 |" in report
+    for figure in ("validation_curves.png", "attention.png"):
+        path = out / figure
+        assert path.stat().st_size > 10_000, figure
+        assert f"]({figure})" in report
