@@ -18,6 +18,9 @@ import json
 import math
 import os
 
+from bert4rec_tf.config import PRESETS, preset
+from bert4rec_tf.files import write_text_atomic
+
 # Published numbers (../shared/SPEC.md). Keys: (dataset, setting) -> (protocol, {metric: value}, source).
 _BERT4REC = "BERT4Rec paper, Table 2 (pop-100)"
 _ABLATION = "BERT4Rec paper, Table 5 (pop-100, d 64)"
@@ -125,15 +128,11 @@ def _mask_prob(dataset: str) -> list[Run]:
 
 
 def _slots(dataset: str, rho: float, max_len: int | None = None) -> int:
-    from bert4rec_tf.config import preset
-
     return max(1, math.ceil(rho * (max_len or preset(dataset).data.max_len)))
 
 
 def _max_len(dataset: str) -> list[Run]:
-    from bert4rec_tf.config import preset
-
-    lengths = sorted(_TABLE4.get(dataset, {10: 0, 20: 0, 50: 0, 100: 0, 200: 0}))
+    lengths = sorted(_TABLE4[dataset]) if dataset in _TABLE4 else [10, 20, 50, 100, 200]
     rho = preset(dataset).data.masked_lm_prob
     return [Run(dataset, f"max-len-{n}", "bert4rec",
                 ("--max_len", str(n)) + _config(f"max_predictions_per_seq={_slots(dataset, rho, n)}"), n)
@@ -157,8 +156,6 @@ def plan(experiment: str, datasets: list[str]) -> list[Run]:
     Raises:
         ValueError: for an unknown experiment or data set.
     """
-    from bert4rec_tf.config import PRESETS
-
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; known: {', '.join(EXPERIMENTS)}")
     unknown = [d for d in datasets if d not in PRESETS]
@@ -232,8 +229,6 @@ def _cell(value) -> str:
 
 def write_report(out: str, experiment: str, runs: list[Run], command: str, figures: list[str]) -> list[dict]:
     """Writes `report.csv` (every column) and `report.md` (the tables and the figures) in `out`."""
-    from bert4rec_tf.files import write_text_atomic
-
     rows = report_rows(out, runs)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
