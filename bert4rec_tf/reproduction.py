@@ -242,8 +242,8 @@ def write_report(out: str, experiment: str, runs: list[Run], command: str, figur
              "checkpoint; `seconds` is training and validation time, `samples/s` training instances over it.", ""]
     for dataset in dict.fromkeys(run.dataset for run in runs):
         lines += [f"## {dataset}", "",
-                  "| run | steps | seconds | samples/s | pop-100 HR@10 / NDCG@10 / MRR | uniform-100 HR@10 / NDCG@10 / MRR "
-                  "| full Recall@10 / NDCG@10 / MRR |",
+                  "| run | steps | seconds | samples/s | pop-100 HR@10 / NDCG@10 / MRR "
+                  "| uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
                   "|---|---|---|---|---|---|---|"]
         seen = set()
         for row in rows:

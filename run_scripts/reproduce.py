@@ -47,7 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--source_file", action="append", default=[], metavar="DATASET=PATH",
                         help="a local source file for a data set (repeatable); otherwise train.py downloads it")
     parser.add_argument("--extra", default="", help="more train.py flags for every run (quoted)")
-    parser.add_argument("--only", default=None, help="comma-separated settings to run (e.g. pop,bert4rec): a part of the plan")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated settings to run (e.g. pop,bert4rec): a part of the plan")
     parser.add_argument("--dry_run", action="store_true", help="print the plan and exit")
     parser.add_argument("--no_figures", action="store_true", help="write report.md and report.csv only")
     return parser.parse_args(argv)
@@ -81,7 +82,8 @@ def _figures(args: argparse.Namespace, runs, rows) -> list[str]:
 
     made = [report_figures.curves_figure(args.out, runs, os.path.join(args.out, "validation_curves.png"))]
     if args.experiment in SWEEPS:
-        made.append(report_figures.sweep_figure(rows, args.experiment, os.path.join(args.out, f"{args.experiment}.png")))
+        sweep = os.path.join(args.out, f"{args.experiment}.png")
+        made.append(report_figures.sweep_figure(rows, args.experiment, sweep))
     bert4rec = [row for row in rows if row["model"] == "bert4rec" and row.get("pop/NDCG@10") is not None]
     if bert4rec:
         best = max(bert4rec, key=lambda row: row["pop/NDCG@10"])
@@ -119,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --source_file {missing[0]} does not exist", file=sys.stderr)
         return 1
     if args.dry_run:
-        print(f"{args.experiment}: {len(runs)} runs, each "
-              f"{'for ' + args.budget if args.budget else f'{args.train_steps} steps' if args.train_steps else 'as the recipe says'}"
-              f" (recipe {args.recipe})")
+        length = (f"for {args.budget}" if args.budget else f"{args.train_steps} steps" if args.train_steps
+                  else "as the recipe says")
+        print(f"{args.experiment}: {len(runs)} runs, each {length} (recipe {args.recipe})")
         for index, run in enumerate(runs, 1):
             status = run_status(os.path.join(args.out, "runs", run.name))
             print(f"{index:>3}. {run.name:<32} [{status}] {shlex.join(train_command(run, args, sources)[2:])}")

@@ -88,19 +88,21 @@ class SequentialRecommender(keras.Model):
 
         `data` is the features, or (features, labels) as `fit(x, y)` passes them.
 
-        Under a `tf.distribute` strategy with several replicas, each replica's loss is divided by the
-        number of replicas and the replicas' gradients are summed here (all-reduce), so `grad_norm`,
-        the clipping and the update all use the gradient of the whole global batch, as on one device
-        (the optimizer, `bert4rec_tf.training.optimization.AdamW`, does not sum them again).
+        Under a `tf.distribute` strategy with several replicas, each replica's loss is weighted by its
+        share of the global batch's loss terms (`loss_terms`; equal shares when None) and the
+        replicas' gradients are summed here (all-reduce), so `grad_norm`, the clipping and the update
+        all use the gradient of the whole global batch, as on one device (the optimizer,
+        `bert4rec_tf.training.optimization.AdamW`, does not sum them again).
         The step is TensorFlow's (tf.GradientTape), as `model.fit` runs on the TensorFlow backend.
         """
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
         share = 1.0 / replicas
-        if replicas > 1 and self.loss_terms(features) is not None:
+        terms = self.loss_terms(features) if replicas > 1 else None
+        if terms is not None:
             # The loss is a mean over this replica's terms: weighted by its share of the global batch's
             # terms, the replicas' gradients sum to the gradient of the whole batch's mean.
-            terms = tf.cast(self.loss_terms(features), tf.float32)
+            terms = tf.cast(terms, tf.float32)
             total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, terms)
             share = tf.math.divide_no_nan(terms, total)
         with tf.GradientTape() as tape:

@@ -244,8 +244,8 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
         options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
 
         def fit(count: int, steps: int) -> None:
-            model.fit(stream(state["instances"]).with_options(options), epochs=count, steps_per_epoch=steps, callbacks=callbacks,
-                      verbose=verbose)
+            model.fit(stream(state["instances"]).with_options(options), epochs=count, steps_per_epoch=steps,
+                      callbacks=callbacks, verbose=verbose)
 
         if config.train.time_budget:
             probe = min(eval_every, config.train.warmup_steps or eval_every)
