@@ -34,7 +34,17 @@ def write_ratings(path: str, users: int, items: int, interactions: int, seed: in
     movie popularity Zipf-like. Returns the number of rows written (about `interactions`)."""
     rng = np.random.default_rng(seed)
     extra = rng.pareto(1.2, users)
-    lengths = np.minimum(items, 20 + np.floor(extra / extra.sum() * (interactions - 20 * users))).astype(np.int64)
+
+    def lengths_at(scale: float) -> np.ndarray:  # no history longer than the catalogue
+        return np.minimum(items, 20 + np.floor(scale * extra)).astype(np.int64)
+
+    low, high = 0.0, float(interactions)
+    for _ in range(100):  # the scale at which the lengths add up to `interactions`
+        middle = (low + high) / 2
+        low, high = (middle, high) if lengths_at(middle).sum() < interactions else (low, middle)
+    lengths = lengths_at(low)
+    short = np.flatnonzero(lengths < items)[: interactions - lengths.sum()]
+    lengths[short] += 1
     popularity = np.cumsum(1.0 / np.arange(1, items + 1) ** 0.9)
     popularity /= popularity[-1]
     rows = 0
@@ -43,8 +53,11 @@ def write_ratings(path: str, users: int, items: int, interactions: int, seed: in
         handle.write("userId,movieId,rating,timestamp\n")
         for user in tqdm(range(users), desc="writing ratings.csv", unit="user", mininterval=2):
             draws = np.searchsorted(popularity, rng.random(int(lengths[user] * 1.5) + 20))
-            movies = (np.unique(draws, return_index=True)[1])
-            movies = draws[np.sort(movies)][: lengths[user]] + 1
+            movies = draws[np.sort(np.unique(draws, return_index=True)[1])][: lengths[user]]
+            if len(movies) < lengths[user]:  # a long history: the rest from the movies not drawn yet
+                rest = np.setdiff1d(rng.permutation(items), movies, assume_unique=True)
+                movies = np.concatenate([movies, rest[: lengths[user] - len(movies)]])
+            movies = movies + 1
             stamps = 1_000_000_000 + np.sort(rng.integers(0, 10 ** 8, len(movies)))
             handle.write("".join(f"{user + 1},{m},4.0,{t}\n" for m, t in zip(movies, stamps)))
             rows += len(movies)
