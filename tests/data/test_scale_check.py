@@ -17,6 +17,7 @@ def test_synthetic_ratings_have_the_asked_size_and_distinct_movies(tmp_path):
     frame = pd.read_csv(path)
     assert rows == len(frame) == 30_000 and list(frame.columns) == ["userId", "movieId", "rating", "timestamp"]
     per_user = frame.groupby("userId")["movieId"]
-    assert per_user.size().min() >= 20 and (per_user.nunique() == per_user.size()).all()
+    assert per_user.size().min() >= 20 and per_user.size().max() <= 500 // 3
+    assert (per_user.nunique() == per_user.size()).all()
     assert frame["movieId"].between(1, 500).all() and frame["userId"].nunique() == 300
     assert (frame.groupby("userId")["timestamp"].diff().dropna() >= 0).all()
