@@ -62,15 +62,15 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
     return config
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, flag: str = "--time_budget") -> float:
     """Seconds in a duration such as "2h", "30m", "1h30m", "45s" or "5400" (seconds).
 
     Raises:
-        ValueError: naming --time_budget when the text is not such a duration.
+        ValueError: naming `flag` when the text is not such a duration.
     """
     match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
     if not text.strip() or match is None:
-        raise ValueError(f"--time_budget {text!r} is not a duration such as 2h, 30m, 1h30m, 45s or 5400")
+        raise ValueError(f"{flag} {text!r} is not a duration such as 2h, 30m, 1h30m, 45s or 5400")
     hours, minutes, seconds = (float(group) if group else 0.0 for group in match.groups())
     return hours * 3600 + minutes * 60 + seconds
 

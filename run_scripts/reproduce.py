@@ -29,6 +29,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from bert4rec_tf import cli  # noqa: E402
 from bert4rec_tf.reproduction import EXPERIMENTS, SWEEPS, plan, run_status, write_report  # noqa: E402
 
 
@@ -113,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         if any("=" not in item for item in args.source_file):
             raise ValueError("--source_file takes DATASET=PATH")
         sources = dict(item.split("=", 1) for item in args.source_file)
+        if args.budget:
+            cli.parse_duration(args.budget, "--budget")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -136,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {index}/{len(runs)}: {run.name} finished earlier, skipped", flush=True)
             continue
         left = len(runs) - index + 1
-        estimate = (sum(spent) / len(spent) * left if spent else None)
+        # A run takes at least its budget (POP, with nothing to train, takes less and says little).
+        budget = cli.parse_duration(args.budget) if args.budget else 0.0
+        per_run = max(sum(spent) / len(spent) if spent else 0.0, budget)
+        estimate = per_run * left if per_run else None
         print(f"run {index}/{len(runs)}: {run.name} ({run_status(model_dir)})"
               + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
         started = time.monotonic()

@@ -99,3 +99,17 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
         path = out / figure
         assert path.stat().st_size > 10_000, figure
         assert f"]({figure})" in report
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "2x"], "error: --budget '2x' is not a duration"),
+    (["--only", "pop,bert5rec"], "error: --only: no run bert5rec in table2"),
+    (["--source_file", "beauty"], "error: --source_file takes DATASET=PATH"),
+    (["--datasets", "ml-2m"], "error: unknown dataset(s) ml-2m"),
+])
+def test_bad_arguments_are_one_line_errors(tmp_path, args, message):
+    result = reproduce("table2", "--out", str(tmp_path / "out"), "--dry_run", *args)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1 and len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "out")
