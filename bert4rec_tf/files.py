@@ -24,12 +24,8 @@ def write_json_atomic(path: str | os.PathLike, value: Any) -> None:
 
     NaN and infinities become `null`: strict JSON has no such numbers.
     """
-    path = os.fspath(path)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(_finite_or_null(value), handle, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False)
-        handle.write("\n")
-    os.replace(temporary, path)
+    text = json.dumps(_finite_or_null(value), indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False)
+    write_text_atomic(path, text + "\n")
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -14,12 +14,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
 import math
 import os
 
 from bert4rec_tf.config import PRESETS, preset
-from bert4rec_tf.files import write_text_atomic
+from bert4rec_tf.files import read_json, write_text_atomic
 
 # Published numbers (../shared/SPEC.md). Keys: (dataset, setting) -> (protocol, {metric: value}, source).
 _BERT4REC = "BERT4Rec paper, Table 2 (pop-100)"
@@ -173,11 +172,6 @@ def run_status(model_dir: str) -> str:
     return "new"
 
 
-def _read_json(path: str):
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
 COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
@@ -195,9 +189,9 @@ def report_rows(out: str, runs: list[Run]) -> list[dict]:
         model_dir = os.path.join(out, "runs", run.name)
         if run_status(model_dir) != "finished":
             continue
-        results = _read_json(os.path.join(model_dir, "results.json"))
+        results = read_json(os.path.join(model_dir, "results.json"), "run results")
         state_path = os.path.join(model_dir, "checkpoints", "state.json")
-        state = _read_json(state_path) if os.path.isfile(state_path) else {}
+        state = read_json(state_path, "resume state") if os.path.isfile(state_path) else {}
         seconds = state.get("seconds") or 0.0
         base = {"run": run.name, "dataset": run.dataset, "setting": run.setting, "model": run.model,
                 "value": run.value, "steps": results.get("steps", 0), "seconds": round(seconds, 1),
