@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bert4rec_tf import cli  # noqa: E402
-from bert4rec_tf.reproduction import EXPERIMENTS, SWEEPS, plan, run_status, write_report  # noqa: E402
+from bert4rec_tf.reproduction import EXPERIMENTS, SWEEPS, plan, report_rows, run_status, write_report  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -94,9 +94,8 @@ def _figures(args: argparse.Namespace, runs, rows) -> list[str]:
 
 
 def report(args: argparse.Namespace, runs, command: str) -> None:
-    rows = write_report(args.out, args.experiment, runs, command, [])
-    if not args.no_figures and rows:
-        write_report(args.out, args.experiment, runs, command, _figures(args, runs, rows))
+    rows = [] if args.no_figures else report_rows(args.out, runs)
+    write_report(args.out, args.experiment, runs, command, _figures(args, runs, rows) if rows else [])
 
 
 def main(argv: list[str] | None = None) -> int:
