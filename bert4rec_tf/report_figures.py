@@ -56,6 +56,35 @@ def curves_figure(out: str, runs: list[Run], path: str, metric: str = "pop/NDCG@
     return _save(figure, path)
 
 
+def runs_figure(curves: dict[str, list[dict]], metrics: list[str], path: str, x: str = "step",
+                title: str = "") -> str:
+    """Validation curves of several runs: one panel per metric, one line per run.
+
+    Args:
+        curves: run label -> its validation points (validation.json: dicts with "step", optionally
+            "seconds", and the metrics).
+        metrics: the metrics to draw, e.g. ["pop/HR@10", "full/NDCG@10"].
+        path: the PNG to write (complete or absent).
+        x: "step" or "minutes" (points without "seconds" are left out then).
+        title: the figure's title.
+    """
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4), squeeze=False)
+    for axis, metric in zip(axes[0], metrics):
+        for label, points in curves.items():
+            points = [p for p in points if p.get(metric) is not None
+                      and (x == "step" or p.get("seconds") is not None)]
+            positions = [p["step"] if x == "step" else p["seconds"] / 60 for p in points]
+            axis.plot(positions, [p[metric] for p in points], marker="o", markersize=3, label=label)
+        axis.set_xlabel("training step" if x == "step" else "training and validation time (minutes)")
+        axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ').replace('full/', 'full ranking ')}")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    if title:
+        figure.suptitle(title)
+    return _save(figure, path)
+
+
 def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
     """Test pop-100 HR@10 and NDCG@10 against the swept value, per data set; for max_len also the
     training samples/s (right axis)."""

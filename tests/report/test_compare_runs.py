@@ -1,0 +1,64 @@
+"""compare_runs.py: the validation table, the best point, the test metrics, the figure, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+SCRIPT = os.path.join(REPO, "run_scripts", "compare_runs.py")
+
+
+def compare(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=300)
+
+
+def make_run(folder, hr, ndcg, test=None):
+    os.makedirs(folder)
+    points = [{"step": step, "seconds": 60.0 * i, "pop/HR@10": h, "full/NDCG@10": n}
+              for i, (step, h, n) in enumerate(zip((100, 200, 300), hr, ndcg), start=1)]
+    with open(os.path.join(folder, "validation.json"), "w", encoding="utf-8") as handle:
+        json.dump(points, handle)
+    if test is not None:
+        with open(os.path.join(folder, "results.json"), "w", encoding="utf-8") as handle:
+            json.dump({"test": {"pop": {"HR@10": test[0]}, "full": {"NDCG@10": test[1]}}}, handle)
+    return str(folder)
+
+
+def test_table_best_point_test_metrics_and_figure(tmp_path):
+    a = make_run(tmp_path / "a", [0.1, 0.3, 0.2], [0.01, 0.02, 0.03], test=(0.25, 0.015))
+    b = make_run(tmp_path / "b", [0.2, 0.25, 0.4], [0.02, 0.01, 0.05])
+    figure = tmp_path / "curves.png"
+    result = compare(f"first={a}", b, "--figure", str(figure), "--x", "minutes")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].split() == ["run", "100", "200", "300"]
+    assert lines[2].split() == ["first", "0.1000", "0.3000", "0.2000"]
+    first = next(line for line in lines[4:] if line.startswith("first"))
+    second = next(line for line in lines[4:] if line.startswith("b "))
+    # The best point by the first metric (pop/HR@10): step 200 for "first", 300 for "b".
+    assert first.split()[1:4] == ["200", "0.3000", "0.0200"] and "0.2500" in first and "0.0150" in first
+    assert second.split()[1:4] == ["300", "0.4000", "0.0500"] and "(not finished)" in second
+    assert figure.stat().st_size > 10_000
+
+
+def test_bad_input_is_one_line(tmp_path):
+    result = compare(str(tmp_path / "missing"))
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0 and "no such run folder" in result.stderr
+    run = make_run(tmp_path / "a", [0.1, 0.2, 0.3], [0.1, 0.2, 0.3])
+    result = compare(run, "--metrics", "pop/HR@11")
+    assert result.returncode == 2 and "pop/HR@11" in result.stderr
+    os.remove(os.path.join(run, "validation.json"))
+    result = compare(run)
+    assert result.returncode == 2 and "no validation.json" in result.stderr
+
+
+def test_damaged_curve_is_named(tmp_path):
+    run = make_run(tmp_path / "a", [0.1, 0.2, 0.3], [0.1, 0.2, 0.3])
+    with open(os.path.join(run, "validation.json"), "w", encoding="utf-8") as handle:
+        handle.write('[{"step": 1')
+    result = compare(run)
+    assert result.returncode == 2 and "validation.json: not a valid validation curve" in result.stderr
