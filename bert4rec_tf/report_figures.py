@@ -29,6 +29,23 @@ def _save(figure, path: str) -> str:
     return path
 
 
+def line_styles(count: int) -> list[dict]:
+    """`count` distinguishable line styles: the ten tab10 colours, then the same colours dashed with
+    another marker, then dotted, so no two lines of a figure look the same (matplotlib's default
+    cycle repeats its colours after ten lines)."""
+    colours = [f"C{i}" for i in range(10)]
+    patterns = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
+    return [{"color": colours[i % 10], "linestyle": patterns[(i // 10) % len(patterns)][0],
+             "marker": patterns[(i // 10) % len(patterns)][1]} for i in range(count)]
+
+
+def _legend(axis, lines: int) -> None:
+    if lines > 6:
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        axis.legend(fontsize=8)
+
+
 def curves_figure(out: str, runs: list[Run], path: str, metric: str = "pop/NDCG@10") -> str | None:
     """Validation `metric` against training time (minutes), one panel per data set, one line per run."""
     plt = _pyplot()
@@ -46,13 +63,13 @@ def curves_figure(out: str, runs: list[Run], path: str, metric: str = "pop/NDCG@
         return None
     figure, axes = plt.subplots(1, len(curves), figsize=(6 * len(curves), 4), squeeze=False)
     for axis, (dataset, lines) in zip(axes[0], curves.items()):
-        for label, minutes, values in lines:
-            axis.plot(minutes, values, marker="o", markersize=3, label=label)
+        for (label, minutes, values), style in zip(lines, line_styles(len(lines))):
+            axis.plot(minutes, values, markersize=3, label=label, **style)
         axis.set_title(dataset)
         axis.set_xlabel("training and validation time (minutes)")
         axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ')}")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
+        _legend(axis, len(lines))
     return _save(figure, path)
 
 
@@ -71,15 +88,15 @@ def runs_figure(curves: dict[str, list[dict]], metrics: list[str], path: str, x:
     plt = _pyplot()
     figure, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4), squeeze=False)
     for axis, metric in zip(axes[0], metrics):
-        for label, points in curves.items():
+        for (label, points), style in zip(curves.items(), line_styles(len(curves))):
             points = [p for p in points if p.get(metric) is not None
                       and (x == "step" or p.get("seconds") is not None)]
             positions = [p["step"] if x == "step" else p["seconds"] / 60 for p in points]
-            axis.plot(positions, [p[metric] for p in points], marker="o", markersize=3, label=label)
+            axis.plot(positions, [p[metric] for p in points], markersize=3, label=label, **style)
         axis.set_xlabel("training step" if x == "step" else "training and validation time (minutes)")
         axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ').replace('full/', 'full ranking ')}")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
+        _legend(axis, len(curves))
     if title:
         figure.suptitle(title)
     return _save(figure, path)

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 SCRIPT = os.path.join(REPO, "run_scripts", "compare_runs.py")
@@ -62,3 +64,19 @@ def test_damaged_curve_is_named(tmp_path):
         handle.write('[{"step": 1')
     result = compare(run)
     assert result.returncode == 2 and "validation.json: not a valid validation curve" in result.stderr
+
+
+def test_every_line_of_a_crowded_figure_looks_different(tmp_path, monkeypatch):
+    # matplotlib's default cycle repeats its ten colours: the 11th run looked like the 1st.
+    pytest.importorskip("matplotlib")
+    from bert4rec_tf import report_figures
+
+    drawn = []
+    plt = report_figures._pyplot()
+    monkeypatch.setattr(report_figures, "_save", lambda figure, path: drawn.append(figure) or path)
+    curves = {f"run{i}": [{"step": 1, "pop/HR@10": 0.1 * i}, {"step": 2, "pop/HR@10": 0.2}] for i in range(14)}
+    report_figures.runs_figure(curves, ["pop/HR@10"], str(tmp_path / "x.png"))
+    lines = drawn[0].axes[0].get_lines()
+    looks = {(line.get_color(), line.get_linestyle(), line.get_marker()) for line in lines}
+    assert len(lines) == 14 and len(looks) == 14
+    plt.close(drawn[0])
