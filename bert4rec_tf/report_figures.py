@@ -160,5 +160,6 @@ def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 1
             if head == 0:
                 axis.set_ylabel("query position")
             figure.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
-    figure.suptitle(f"average attention over the last {last} positions ({len(histories)} validation users)")
+    run = os.path.basename(os.path.normpath(model_dir))
+    figure.suptitle(f"{run}: average attention over the last {last} positions ({len(histories)} validation users)")
     return _save(figure, path)
