@@ -18,11 +18,17 @@ def test_ml1m_recipes_resolve_to_the_documented_settings(name, budget):
         paper.data.masked_lm_prob, paper.model.hidden_size, paper.model.hidden_dropout)
 
 
-@pytest.mark.parametrize("dataset", ["beauty", "custom"])
-def test_short_sequence_recipes_keep_the_length(dataset):
-    config = cli.experiment_config(dataset, [], recipe="cpu-2h")
-    assert (config.data.max_len, config.train.batch_size, config.train.learning_rate) == (50, 128, 1e-3)
-    assert config.train.dynamic_masking and not config.data.static_instances and config.train.time_budget == 7200.0
+@pytest.mark.parametrize("dataset", ["beauty", "beauty-5core", "video-games", "custom"])
+@pytest.mark.parametrize("name, budget", [("cpu-30m", 1800.0), ("cpu-1h", 3600.0), ("cpu-2h", 7200.0)])
+def test_short_sequence_recipes_resolve_to_the_documented_settings(dataset, name, budget):
+    config = cli.experiment_config(dataset, [], recipe=name)
+    assert (config.data.max_len, config.train.batch_size, config.train.learning_rate) == (50, 128, 3e-3)
+    assert config.model.hidden_dropout == 0.2
+    assert config.train.dynamic_masking and not config.data.static_instances and config.train.time_budget == budget
+    # The rest stays the paper's (Beauty's preset).
+    paper = preset(dataset)
+    assert (config.data.masked_lm_prob, config.model.attention_dropout, config.model.hidden_size) == (
+        paper.data.masked_lm_prob, paper.model.attention_dropout, paper.model.hidden_size) == (0.6, 0.2, 64)
 
 
 def test_paper_recipe_is_the_preset_and_flags_win_over_a_recipe():
