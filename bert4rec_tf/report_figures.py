@@ -33,10 +33,9 @@ def line_styles(count: int) -> list[dict]:
     """`count` distinguishable line styles: the ten tab10 colours, then the same colours dashed with
     another marker, then dotted, so no two lines of a figure look the same (matplotlib's default
     cycle repeats its colours after ten lines)."""
-    colours = [f"C{i}" for i in range(10)]
     patterns = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
-    return [{"color": colours[i % 10], "linestyle": patterns[(i // 10) % len(patterns)][0],
-             "marker": patterns[(i // 10) % len(patterns)][1]} for i in range(count)]
+    return [{"color": f"C{i % 10}", "linestyle": line, "marker": marker}
+            for i in range(count) for line, marker in [patterns[(i // 10) % len(patterns)]]]
 
 
 def _legend(axis, lines: int) -> None:
