@@ -326,7 +326,7 @@ MODEL_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 # about half as much here. On the data sets of short sequences (Beauty's preset) the rate is 3e-3 and
 # the hidden dropout 0.2 instead of 0.5: of the settings tried on Beauty (README, "Short-budget
 # recipes"), these two learned fastest. "paper" leaves the preset as it is.
-SHORT_SEQUENCE_DATASETS = ("beauty", "beauty-5core", "video-games", "custom")
+SHORT_SEQUENCE_DATASETS = tuple(name for name, row in PRESETS.items() if row == PRESETS["beauty"])
 _CPU_RECIPE = {"*": {"batch_size": 128, "learning_rate": 1e-3, "dynamic_masking": True, "static_instances": False},
                "ml-1m": {"max_len": 100, "max_predictions_per_seq": 20},
                **{name: {"learning_rate": 3e-3, "hidden_dropout": 0.2} for name in SHORT_SEQUENCE_DATASETS}}
