@@ -1,5 +1,5 @@
 """Compares finished or running training runs: their validation curves side by side, the best point
-of each, its test metrics when the run has finished, and optionally a figure of the curves.
+of each, the test metrics of finished runs, and optionally a figure of the curves.
 
 Example:
     python run_scripts/compare_runs.py runs/beauty-a runs/beauty-b --metrics pop/HR@10,full/NDCG@10 \\
@@ -75,11 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<{width}} " + " ".join(f"{at[s]:7.4f}" if at.get(s) is not None else " " * 7 for s in steps))
     print()
     header = " ".join(f"{m:>13}" for m in metrics)
-    print(f"{'run':<{width}} {'best step':>9} {header}  |  test at the best checkpoint: {header}")
+    # The test metrics are those of the checkpoint the run itself kept, chosen during training by
+    # validation pop-100 NDCG@10: its step can differ from the best point of --metrics shown before it.
+    print(f"{'run':<{width}} {'best step':>9} {header}  |  test at the run's best checkpoint (by validation "
+          f"pop/NDCG@10): {'step':>6} {header}")
     for label, _, points, results in runs:
         scored = [p for p in points if p.get(key) is not None]
         best = max(scored, key=lambda p: p[key]) if scored else {}
-        test = " ".join(f"{_test_metric(results, m):>13}" for m in metrics) if results else "(not finished)"
+        test = (f"{results.get('best_step', '-'):>6} " + " ".join(f"{_test_metric(results, m):>13}" for m in metrics)
+                if results else "(not finished)")
         print(f"{label:<{width}} {best.get('step', '-'):>9} "
               + " ".join(f"{best[m]:13.4f}" if best.get(m) is not None else f"{'-':>13}" for m in metrics)
               + f"  |  {test}")
