@@ -75,10 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<{width}} " + " ".join(f"{at[s]:7.4f}" if at.get(s) is not None else " " * 7 for s in steps))
     print()
     header = " ".join(f"{m:>13}" for m in metrics)
-    # The test metrics are those of the checkpoint the run itself kept, chosen during training by
-    # validation pop-100 NDCG@10: its step can differ from the best point of --metrics shown before it.
-    print(f"{'run':<{width}} {'best step':>9} {header}  |  test at the run's best checkpoint (by validation "
-          f"pop/NDCG@10): {'step':>6} {header}")
+    # The test metrics are those of the checkpoint the run itself kept (chosen during training by
+    # training/callbacks.SELECTION_METRIC): its step can differ from the best point of --metrics.
+    print(f"{'run':<{width}} {'best step':>9} {header}  |  test at the checkpoint the run kept: {'step':>6} {header}")
     for label, _, points, results in runs:
         scored = [p for p in points if p.get(key) is not None]
         best = max(scored, key=lambda p: p[key]) if scored else {}
