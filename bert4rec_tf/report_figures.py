@@ -81,7 +81,8 @@ def runs_figure(curves: dict[str, list[dict]], metrics: list[str], path: str, x:
             "seconds", and the metrics).
         metrics: the metrics to draw, e.g. ["pop/HR@10", "full/NDCG@10"].
         path: the PNG to write (complete or absent).
-        x: "step" or "minutes" (points without "seconds" are left out then).
+        x: "step", "minutes" (points without "seconds" are left out then) or "samples" (each point's
+            "samples": training sequences seen).
         title: the figure's title.
     """
     plt = _pyplot()
@@ -89,10 +90,11 @@ def runs_figure(curves: dict[str, list[dict]], metrics: list[str], path: str, x:
     for axis, metric in zip(axes[0], metrics):
         for (label, points), style in zip(curves.items(), line_styles(len(curves))):
             points = [p for p in points if p.get(metric) is not None
-                      and (x == "step" or p.get("seconds") is not None)]
-            positions = [p["step"] if x == "step" else p["seconds"] / 60 for p in points]
+                      and (x != "minutes" or p.get("seconds") is not None)]
+            positions = [p["seconds"] / 60 if x == "minutes" else p[x] for p in points]
             axis.plot(positions, [p[metric] for p in points], markersize=3, label=label, **style)
-        axis.set_xlabel("training step" if x == "step" else "training and validation time (minutes)")
+        axis.set_xlabel({"step": "training step", "minutes": "training and validation time (minutes)",
+                         "samples": "training sequences seen (step x batch size)"}[x])
         axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ').replace('full/', 'full ranking ')}")
         axis.grid(alpha=0.3)
         _legend(axis, len(curves))

@@ -23,7 +23,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--metrics", default="pop/HR@10,full/NDCG@10",
                         help="validation metrics, comma-separated; the first one picks the best point")
     parser.add_argument("--figure", default=None, help="write the curves to this PNG (needs the report extra)")
-    parser.add_argument("--x", choices=("step", "minutes"), default="step", help="the figure's x axis")
+    parser.add_argument("--x", choices=("step", "minutes", "samples"), default="step",
+                        help="the figure's x axis; samples: training sequences seen (step x the run's batch size, "
+                             "to compare runs of different batch sizes)")
     parser.add_argument("--title", default="", help="the figure's title")
     return parser.parse_args(argv)
 
@@ -87,12 +89,31 @@ def main(argv: list[str] | None = None) -> int:
               + " ".join(f"{best[m]:13.4f}" if best.get(m) is not None else f"{'-':>13}" for m in metrics)
               + f"  |  {test}")
     if args.figure:
+        if args.x == "samples":
+            try:
+                runs = [(label, folder, _with_samples(folder, points), results)
+                        for label, folder, points, results in runs]
+            except ValueError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 2
         from bert4rec_tf.report_figures import runs_figure
 
         path = runs_figure({label: points for label, _, points, _ in runs}, metrics, args.figure, args.x,
                            args.title)
         print(f"\nfigure: {path}")
     return 0
+
+
+def _with_samples(folder: str, points: list[dict]) -> list[dict]:
+    """`points` with "samples": the training sequences seen by each point's step (the global batch of
+    the run's config.json times the step)."""
+    config_file = os.path.join(folder, "config.json")
+    if not os.path.isfile(config_file):
+        raise ValueError(f"{folder}: no config.json, so no batch size for --x samples")
+    batch_size = read_json(config_file, "configuration").get("train", {}).get("batch_size")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"{config_file}: no train.batch_size for --x samples")
+    return [{**point, "samples": point["step"] * batch_size} for point in points]
 
 
 def _test_metric(results: dict, name: str) -> str:

@@ -82,3 +82,36 @@ def test_every_line_of_a_crowded_figure_looks_different(tmp_path, monkeypatch):
     looks = {(line.get_color(), line.get_linestyle(), line.get_marker()) for line in lines}
     assert len(lines) == 14 and len(looks) == 14
     plt.close(drawn[0])
+
+
+def _write_batch_size(folder, batch_size):
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as handle:
+        json.dump({"train": {"batch_size": batch_size}}, handle)
+
+
+def test_samples_axis_puts_runs_of_different_batch_sizes_at_equal_data(tmp_path, monkeypatch):
+    # A run of batch 256 at step 100 has seen what a run of batch 128 sees at step 200.
+    pytest.importorskip("matplotlib")
+    import importlib.util
+
+    from bert4rec_tf import report_figures
+
+    small = make_run(tmp_path / "b128", [0.1, 0.2, 0.3], [0.01, 0.02, 0.03])
+    large = make_run(tmp_path / "b256", [0.15, 0.25, 0.35], [0.01, 0.02, 0.03])
+    _write_batch_size(small, 128)
+    _write_batch_size(large, 256)
+    spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    drawn = []
+    monkeypatch.setattr(report_figures, "_save", lambda figure, path: drawn.append(figure) or path)
+    assert module.main([small, large, "--figure", str(tmp_path / "x.png"), "--x", "samples"]) == 0
+    lines = drawn[0].axes[0].get_lines()
+    assert [list(line.get_xdata()) for line in lines] == [[12800, 25600, 38400], [25600, 51200, 76800]]
+    assert drawn[0].axes[0].get_xlabel() == "training sequences seen (step x batch size)"
+    report_figures._pyplot().close(drawn[0])
+    # Without the batch size the axis cannot be drawn: one line naming the folder.
+    os.remove(os.path.join(large, "config.json"))
+    result = compare(small, large, "--figure", str(tmp_path / "y.png"), "--x", "samples")
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert "b256: no config.json" in result.stderr and not (tmp_path / "y.png").exists()
