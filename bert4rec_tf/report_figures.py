@@ -95,12 +95,22 @@ def runs_figure(curves: dict[str, list[dict]], metrics: list[str], path: str, x:
             axis.plot(positions, [p[metric] for p in points], markersize=3, label=label, **style)
         axis.set_xlabel({"step": "training step", "minutes": "training and validation time (minutes)",
                          "samples": "training sequences seen (step x batch size)"}[x])
+        if x == "samples":  # 6-digit tick labels run into each other: 250000 -> 250k
+            axis.xaxis.set_major_formatter(lambda value, _: _short_number(value))
         axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ').replace('full/', 'full ranking ')}")
         axis.grid(alpha=0.3)
         _legend(axis, len(curves))
     if title:
         figure.suptitle(title)
     return _save(figure, path)
+
+
+def _short_number(value: float) -> str:
+    """A tick label: 250000 -> "250k", 2000000 -> "2M", 500 -> "500"."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
 
 
 def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:

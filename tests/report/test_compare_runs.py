@@ -109,6 +109,8 @@ def test_samples_axis_puts_runs_of_different_batch_sizes_at_equal_data(tmp_path,
     lines = drawn[0].axes[0].get_lines()
     assert [list(line.get_xdata()) for line in lines] == [[12800, 25600, 38400], [25600, 51200, 76800]]
     assert drawn[0].axes[0].get_xlabel() == "training sequences seen (step x batch size)"
+    # Tick labels are short (six digits each ran into the next): 250000 -> 250k.
+    assert [report_figures._short_number(v) for v in (500, 64000, 250000, 2000000)] == ["500", "64k", "250k", "2M"]
     report_figures._pyplot().close(drawn[0])
     # Without the batch size the axis cannot be drawn: one line naming the folder.
     os.remove(os.path.join(large, "config.json"))
