@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     try:
         runs = [load_run(spec) for spec in args.runs]
+        if args.figure and args.x == "samples":
+            runs = [(label, folder, _with_samples(folder, points), results)
+                    for label, folder, points, results in runs]
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -89,13 +92,6 @@ def main(argv: list[str] | None = None) -> int:
               + " ".join(f"{best[m]:13.4f}" if best.get(m) is not None else f"{'-':>13}" for m in metrics)
               + f"  |  {test}")
     if args.figure:
-        if args.x == "samples":
-            try:
-                runs = [(label, folder, _with_samples(folder, points), results)
-                        for label, folder, points, results in runs]
-            except ValueError as error:
-                print(f"error: {error}", file=sys.stderr)
-                return 2
         from bert4rec_tf.report_figures import runs_figure
 
         path = runs_figure({label: points for label, _, points, _ in runs}, metrics, args.figure, args.x,

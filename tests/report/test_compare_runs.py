@@ -117,3 +117,5 @@ def test_samples_axis_puts_runs_of_different_batch_sizes_at_equal_data(tmp_path,
     result = compare(small, large, "--figure", str(tmp_path / "y.png"), "--x", "samples")
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
     assert "b256: no config.json" in result.stderr and not (tmp_path / "y.png").exists()
+    # ... and before any output, as for the other bad input (no half-printed table above the error).
+    assert result.stdout == ""
