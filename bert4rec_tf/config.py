@@ -336,7 +336,7 @@ def _cpu_recipe(seconds: float) -> dict[str, dict[str, Any]]:
     """A `cpu-*` recipe: the budgets differ only in their time budget."""
     return {"*": {"batch_size": 128, "learning_rate": 1e-3, "dynamic_masking": True, "static_instances": False,
                   "time_budget": seconds},
-            "ml-1m": {"max_len": 100, "max_predictions_per_seq": 20, "learning_rate": 3e-3},
+            "ml-1m": {"max_len": 100, "max_predictions_per_seq": 20, "learning_rate": 3e-3, "hidden_dropout": 0.1},
             **{name: {"learning_rate": 3e-3, "hidden_dropout": 0.2} for name in SHORT_SEQUENCE_DATASETS}}
 
 

@@ -12,10 +12,11 @@ def test_ml1m_recipes_resolve_to_the_documented_settings(name, budget):
     assert config.train.time_budget == budget
     assert (config.train.batch_size, config.train.learning_rate, config.train.dynamic_masking) == (128, 3e-3, True)
     assert (config.data.max_len, config.model.max_len, config.data.max_predictions_per_seq) == (100, 100, 20)
+    assert config.model.hidden_dropout == 0.1
     # The rest stays the paper's.
     paper = preset("ml-1m")
-    assert (config.data.masked_lm_prob, config.model.hidden_size, config.model.hidden_dropout) == (
-        paper.data.masked_lm_prob, paper.model.hidden_size, paper.model.hidden_dropout)
+    assert (config.data.masked_lm_prob, config.model.hidden_size, config.model.attention_dropout) == (
+        paper.data.masked_lm_prob, paper.model.hidden_size, paper.model.attention_dropout) == (0.2, 64, 0.2)
 
 
 @pytest.mark.parametrize("dataset", ["beauty", "beauty-5core", "video-games", "custom"])
