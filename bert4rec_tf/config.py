@@ -337,7 +337,8 @@ def _cpu_recipe(seconds: float) -> dict[str, dict[str, Any]]:
     return {"*": {"batch_size": 128, "learning_rate": 1e-3, "dynamic_masking": True, "static_instances": False,
                   "time_budget": seconds},
             "ml-1m": {"max_len": 100, "max_predictions_per_seq": 20, "learning_rate": 3e-3, "hidden_dropout": 0.1},
-            **{name: {"learning_rate": 3e-3, "hidden_dropout": 0.2} for name in SHORT_SEQUENCE_DATASETS}}
+            **{name: {"learning_rate": 3e-3, "hidden_dropout": 0.2, "warmup_steps": 500}
+               for name in SHORT_SEQUENCE_DATASETS}}
 
 
 RECIPES: dict[str, dict[str, dict[str, Any]]] = {

@@ -13,6 +13,7 @@ def test_ml1m_recipes_resolve_to_the_documented_settings(name, budget):
     assert (config.train.batch_size, config.train.learning_rate, config.train.dynamic_masking) == (128, 3e-3, True)
     assert (config.data.max_len, config.model.max_len, config.data.max_predictions_per_seq) == (100, 100, 20)
     assert config.model.hidden_dropout == 0.1
+    assert config.train.warmup_steps == preset("ml-1m").train.warmup_steps == 100  # 500 lost on ML-1m's trials
     # The rest stays the paper's.
     paper = preset("ml-1m")
     assert (config.data.masked_lm_prob, config.model.hidden_size, config.model.attention_dropout) == (
@@ -24,7 +25,7 @@ def test_ml1m_recipes_resolve_to_the_documented_settings(name, budget):
 def test_short_sequence_recipes_resolve_to_the_documented_settings(dataset, name, budget):
     config = cli.experiment_config(dataset, [], recipe=name)
     assert (config.data.max_len, config.train.batch_size, config.train.learning_rate) == (50, 128, 3e-3)
-    assert config.model.hidden_dropout == 0.2
+    assert (config.model.hidden_dropout, config.train.warmup_steps) == (0.2, 500)
     assert config.train.dynamic_masking and not config.data.static_instances and config.train.time_budget == budget
     # The rest stays the paper's (Beauty's preset).
     paper = preset(dataset)
