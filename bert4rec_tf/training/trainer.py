@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 
@@ -122,6 +123,17 @@ def budget_plan(done: int, elapsed: float, budget: float, cap: int, every: int, 
         return min(probe, cap), cap
     total = min(cap, done + int((budget - elapsed) / (pace + overhead / every)))
     return min(every, total - done), total
+
+
+def warmup_warning(total: int, warmup_steps: int, budget: float) -> str | None:
+    """The warning for a time budget that affords fewer steps than the warm-up, else None.
+
+    Such a run ends during the warm-up, with the rate rising, not at 0.
+    """
+    if total >= warmup_steps:
+        return None
+    return (f"warning: the {budget:g} s budget affords about {total} steps, fewer than the {warmup_steps} warm-up "
+            f"steps: training ends during the warm-up, with the rate not at 0 (lower --config train.warmup_steps)")
 
 
 def training_stream(model: SequentialRecommender, config: ExperimentConfig, prepared: PreparedData,
@@ -249,12 +261,17 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
 
         if config.train.time_budget:
             probe = min(eval_every, config.train.warmup_steps or eval_every)
+            warned = False
             while not checkpointing.stopped_early:
                 steps, total = budget_plan(state["step"], clock(), config.train.time_budget,
                                            config.train.train_steps, eval_every, probe, state["scheduled"],
                                            pace.pace, pace.overhead)
                 if not steps:
                     break
+                warning = warmup_warning(total, config.train.warmup_steps, config.train.time_budget)
+                if pace.pace is not None and warning and not warned:
+                    print(warning, file=sys.stderr)
+                    warned = True
                 schedule.set_total_steps(total)
                 state["scheduled"] = None if pace.pace is None else total
                 fit(1, steps)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from bert4rec_tf import cli
-from bert4rec_tf.training.trainer import budget_plan
+from bert4rec_tf.training.trainer import budget_plan, warmup_warning
 from tests.conftest import REPO, toy_sequences, write_pairs
 
 
@@ -62,16 +62,36 @@ def test_bad_durations_name_the_flag(text):
         cli.parse_duration(text)
 
 
-def test_a_budgeted_run_stops_at_the_deadline_with_the_rate_at_zero(tmp_path):
+def budgeted_run(tmp_path, budget: str, warmup_steps: int):
+    """A tiny budgeted train.py run: (its process result, its model folder)."""
     source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
     model_dir = str(tmp_path / "run")
     args = [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty", "--source_file",
-            source, "--data_dir", str(tmp_path / "data"), "--model_dir", model_dir, "--time_budget", "20s",
-            "--train_steps", "100000", "--eval_every", "20", "--config", "warmup_steps=10", "--config", "max_len=10",
-            "--config", "dupe_factor=2", "--config", "model.hidden_size=8", "--config", "model.num_layers=1",
-            "--config", "model.intermediate_size=16", "--batch_size", "4"]
+            source, "--data_dir", str(tmp_path / "data"), "--model_dir", model_dir, "--time_budget", budget,
+            "--train_steps", "100000", "--eval_every", "20", "--config", f"warmup_steps={warmup_steps}",
+            "--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
+            "--config", "model.num_layers=1", "--config", "model.intermediate_size=16", "--batch_size", "4"]
     result = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+    return result, model_dir
+
+
+def test_warmup_warning_only_when_the_budget_ends_inside_the_warmup():
+    assert warmup_warning(500, 500, 60.0) is None and warmup_warning(9000, 500, 3600.0) is None
+    message = warmup_warning(300, 500, 120.0)
+    assert message.startswith("warning: the 120 s budget affords about 300 steps, fewer than the 500 warm-up steps")
+    assert "\n" not in message and "train.warmup_steps" in message
+
+
+def test_a_budget_shorter_than_the_warmup_is_warned_about_once(tmp_path):
+    # 100,000 warm-up steps cannot fit in 8 seconds: the rate would still be rising at the deadline.
+    result, _ = budgeted_run(tmp_path, "8s", 100_000)
+    assert result.stderr.count("fewer than the 100000 warm-up steps") == 1, result.stderr[-3000:]
+
+
+def test_a_budgeted_run_stops_at_the_deadline_with_the_rate_at_zero(tmp_path):
+    result, model_dir = budgeted_run(tmp_path, "20s", 10)
+    assert "warm-up steps" not in result.stderr
     with open(os.path.join(model_dir, "checkpoints", "state.json")) as handle:
         state = json.load(handle)
     # The deadline, not the 100,000-step cap, ended training: the schedule was fitted to the budget
