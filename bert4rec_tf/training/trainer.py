@@ -268,10 +268,11 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
                                            pace.pace, pace.overhead)
                 if not steps:
                     break
-                warning = warmup_warning(total, config.train.warmup_steps, config.train.time_budget)
-                if pace.pace is not None and warning and not warned:
-                    print(warning, file=sys.stderr)
-                    warned = True
+                if pace.pace is not None and not warned:
+                    warning = warmup_warning(total, config.train.warmup_steps, config.train.time_budget)
+                    if warning:
+                        print(warning, file=sys.stderr)
+                        warned = True
                 schedule.set_total_steps(total)
                 state["scheduled"] = None if pace.pace is None else total
                 fit(1, steps)
