@@ -108,19 +108,24 @@ def budget_plan(done: int, elapsed: float, budget: float, cap: int, every: int, 
                 scheduled: int | None, pace: float | None, overhead: float = 0.0) -> tuple[int, int]:
     """The next interval under a time budget: (its steps, the total steps the budget affords).
 
-    Until the pace is measured, a first interval of `probe` steps (the warm-up, whose rates do not
-    depend on the total) measures it. Afterwards the total is the steps done plus what the time
-    left affords at `pace` seconds a step and `overhead` seconds (validation, checkpoint) an
-    interval of `every` steps, at most `cap`; the next interval is `every` steps or what is left of
-    that total. Training stops (0 steps) at the deadline, at `cap`, or once the schedule's end
-    `scheduled` has been reached, so the rate never rises again.
+    Until the pace is measured, a first interval of `probe` steps measures it: on a fresh run the
+    warm-up, whose rates do not depend on the total; on a resumed run (`scheduled` set, the pace
+    unknown to the new process) the rates of the plan it was following, so the rate goes on
+    decaying. Afterwards the total is the steps done plus what the time left affords at `pace`
+    seconds a step and `overhead` seconds (validation, checkpoint) an interval of `every` steps, at
+    most `cap`; the next interval is `every` steps or what is left of that total. Training stops
+    (0 steps) at the deadline, at `cap`, or once the schedule's end `scheduled` has been reached, so
+    the rate never rises again.
 
-    Example: budget_plan(100, 60.0, 600.0, 10_000, 500, 100, None, 0.5, 50.0) == (500, 1000).
+    Examples: budget_plan(100, 60.0, 600.0, 10_000, 500, 100, None, 0.5, 50.0) == (500, 1000);
+    resumed at step 900 of a 1,000-step plan: budget_plan(900, 540.0, 600.0, 10_000, 500, 100, 1000, None)
+    == (100, 1000).
     """
     if elapsed >= budget or done >= cap or (scheduled is not None and done >= scheduled):
         return 0, done
     if pace is None:
-        return min(probe, cap), cap
+        total = cap if scheduled is None else min(cap, scheduled)
+        return min(probe, total - done), total
     total = min(cap, done + int((budget - elapsed) / (pace + overhead / every)))
     return min(every, total - done), total
 
@@ -274,7 +279,8 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
                         print(warning, file=sys.stderr)
                         warned = True
                 schedule.set_total_steps(total)
-                state["scheduled"] = None if pace.pace is None else total
+                if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured
+                    state["scheduled"] = total
                 fit(1, steps)
         else:
             for count, steps in intervals(state["step"], config.train.train_steps, eval_every):

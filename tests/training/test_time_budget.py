@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -14,18 +16,27 @@ from bert4rec_tf.training.trainer import budget_plan, warmup_warning
 from tests.conftest import REPO, toy_sequences, write_pairs
 
 
-def simulate(budget: float, pace: float, every: int, probe: int = 100, cap: int = 10**9, overhead: float = 0.0):
-    """Runs the plan against a clock where a step takes `pace` s and each interval `overhead` s more."""
+def simulate(budget: float, pace: float, every: int, probe: int = 100, cap: int = 10**9, overhead: float = 0.0,
+             resumed_after: int | None = None, totals: list | None = None):
+    """Runs the plan against a clock where a step takes `pace` s and each interval `overhead` s more.
+
+    As the trainer does, the plan is kept (`scheduled`) only once the pace is measured. After
+    `resumed_after` intervals the process is replaced (a resume): the new one has not measured the
+    pace. `totals` collects the total each interval was trained towards.
+    """
     done, elapsed, scheduled, measured, intervals = 0, 0.0, None, None, []
     while True:
         steps, total = budget_plan(done, elapsed, budget, cap, every, probe, scheduled, measured, overhead)
         if not steps:
             return done, elapsed, scheduled, intervals
-        scheduled = None if measured is None else total
+        if measured is not None:
+            scheduled = total
+        if totals is not None:
+            totals.append(total)
         done += steps
         elapsed += steps * pace + overhead
-        measured = pace
         intervals.append(steps)
+        measured = None if len(intervals) == resumed_after else pace
 
 
 def test_the_schedule_ends_at_zero_at_the_deadline():
@@ -50,6 +61,19 @@ def test_the_cap_and_a_spent_budget_stop_training():
     assert budget_plan(100, 60.0, 600.0, 10_000, 500, 100, None, 0.5, 50.0) == (500, 1000)
 
 
+def test_a_resumed_run_keeps_its_plan_until_the_pace_is_measured():
+    # Resumed at step 900 of a 1,000-step plan: the probe trains towards 1,000, not towards the cap
+    # (at the cap's schedule the rate would jump back up to near its peak).
+    assert budget_plan(900, 540.0, 600.0, 10_000, 500, 100, 1000, None) == (100, 1000)
+    assert budget_plan(990, 590.0, 600.0, 10_000, 500, 100, 1000, None) == (10, 1000)
+    whole, cut = [], []
+    uninterrupted = simulate(budget=3600.0, pace=0.5, every=1000, overhead=10.0, totals=whole)
+    resumed = simulate(budget=3600.0, pace=0.5, every=1000, overhead=10.0, resumed_after=4, totals=cut)
+    assert cut[4] == cut[3] == whole[3] and max(cut[1:]) < 10**9      # no interval after the first towards the cap
+    assert resumed[3][4] == 100                                        # the new process's probe
+    assert resumed[0] == resumed[2] and abs(resumed[0] - uninterrupted[0]) <= 100
+
+
 @pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("45s", 45),
                                            ("5400", 5400), ("1.5h", 5400)])
 def test_durations(text, seconds):
@@ -62,8 +86,8 @@ def test_bad_durations_name_the_flag(text):
         cli.parse_duration(text)
 
 
-def budgeted_run(tmp_path, budget: str, warmup_steps: int):
-    """A tiny budgeted train.py run: (its process result, its model folder)."""
+def budgeted_args(tmp_path, budget: str, warmup_steps: int) -> tuple[list[str], str]:
+    """The command of a tiny budgeted train.py run and its model folder."""
     source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
     model_dir = str(tmp_path / "run")
     args = [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty", "--source_file",
@@ -71,6 +95,12 @@ def budgeted_run(tmp_path, budget: str, warmup_steps: int):
             "--train_steps", "100000", "--eval_every", "20", "--config", f"warmup_steps={warmup_steps}",
             "--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
             "--config", "model.num_layers=1", "--config", "model.intermediate_size=16", "--batch_size", "4"]
+    return args, model_dir
+
+
+def budgeted_run(tmp_path, budget: str, warmup_steps: int):
+    """A tiny budgeted train.py run: (its process result, its model folder)."""
+    args, model_dir = budgeted_args(tmp_path, budget, warmup_steps)
     result = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result, model_dir
@@ -101,3 +131,51 @@ def test_a_budgeted_run_stops_at_the_deadline_with_the_rate_at_zero(tmp_path):
     assert 20 * 0.5 <= state["seconds"] <= 20 + 30
     with open(os.path.join(model_dir, "config.json")) as handle:
         assert json.load(handle)["train"]["time_budget"] == 20.0
+
+
+def learning_rates(directory: str) -> list[dict[int, float]]:
+    """The learning rate logged at each step, one dict per event file (per process), oldest first."""
+    import tensorflow as tf
+
+    files = []
+    for name in os.listdir(directory):
+        events = list(tf.compat.v1.train.summary_iterator(os.path.join(directory, name)))
+        rates = {event.step: float(tf.make_ndarray(value.tensor)) for event in events
+                 for value in event.summary.value if value.tag == "learning_rate"}
+        files.append((min(event.wall_time for event in events), rates))
+    return [rates for _, rates in sorted(files, key=lambda item: item[0])]
+
+
+def test_a_budgeted_run_resumed_after_sigkill_goes_on_decaying(tmp_path):
+    args, model_dir = budgeted_args(tmp_path, "30s", 0)
+    state_file = os.path.join(model_dir, "checkpoints", "state.json")
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, state = time.time() + 300, {}
+    while time.time() < deadline and process.poll() is None:
+        try:
+            with open(state_file) as handle:
+                state = json.load(handle)
+        except (OSError, ValueError):
+            pass
+        if state.get("scheduled") and state["step"] >= 40:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run ended before it could be interrupted"
+    with open(state_file) as handle:
+        cut = json.load(handle)
+    assert cut["step"] % 20 == 0 and cut["scheduled"] >= cut["step"] + 40, cut
+    resumed = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    before, after = learning_rates(os.path.join(model_dir, "train"))
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        peak = json.load(handle)["train"]["learning_rate"]
+    # Steps are logged every 20: the new process's first logged rate (after its 20-step probe) is
+    # below the old process's rate at the resume point. Trained towards the 100,000-step cap
+    # instead of the plan, it would be back near the peak.
+    first = min(after)
+    assert first == cut["step"] + 20
+    assert after[first] < before[cut["step"]] < peak * (1 - (cut["step"] + 20) / 100_000), (after, before)
+    with open(state_file) as handle:
+        final = json.load(handle)
+    assert cut["step"] < final["step"] <= final["scheduled"] < 100_000
