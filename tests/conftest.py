@@ -40,3 +40,14 @@ def toy_sequences(num_users: int = 12, num_items: int = 400, seed: int = 0) -> d
     rng = np.random.default_rng(seed)
     return {str(u): [str(i) for i in rng.choice(np.arange(1, num_items + 1), rng.integers(5, 41), replace=False)]
             for u in range(1, num_users + 1)}
+
+
+def event_scalars(path: str) -> dict[str, dict[int, float]]:
+    """The scalars {tag: {step: value}} of one TensorBoard event file."""
+    import tensorflow as tf
+
+    values: dict[str, dict[int, float]] = {}
+    for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+            values.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+    return values

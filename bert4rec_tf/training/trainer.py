@@ -273,14 +273,14 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
                                            pace.pace, pace.overhead)
                 if not steps:
                     break
-                if pace.pace is not None and not warned:
-                    warning = warmup_warning(total, config.train.warmup_steps, config.train.time_budget)
-                    if warning:
-                        print(warning, file=sys.stderr)
-                        warned = True
                 schedule.set_total_steps(total)
                 if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured
                     state["scheduled"] = total
+                    warning = None if warned else warmup_warning(total, config.train.warmup_steps,
+                                                                 config.train.time_budget)
+                    if warning:
+                        print(warning, file=sys.stderr)
+                        warned = True
                 fit(1, steps)
         else:
             for count, steps in intervals(state["step"], config.train.train_steps, eval_every):

@@ -12,9 +12,8 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from tests.conftest import REPO, toy_sequences, write_pairs
+from tests.conftest import REPO, event_scalars, toy_sequences, write_pairs
 from tests.training.test_bad_runs import TINY
 
 STEPS = 6
@@ -62,9 +61,8 @@ def curve(model_dir) -> dict[str, dict[int, float]]:
     """The TensorBoard training scalars {name: {step: value}} of a run."""
     values: dict[str, dict[int, float]] = {}
     for path in sorted(glob.glob(os.path.join(str(model_dir), "train", "events.*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                values.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+        for tag, points in event_scalars(path).items():
+            values.setdefault(tag, {}).update(points)
     return values
 
 
