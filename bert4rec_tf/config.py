@@ -110,6 +110,11 @@ class TrainConfig:
     `time_budget` (seconds, 0: none) trains until that much wall-clock time of training and
     validation has passed, with the learning-rate schedule fitted to the steps the budget affords;
     `train_steps` then only caps the steps.
+
+    `length_groups` (padding-aware batches, see `bert4rec_tf.data.pipeline.length_grouped`): the
+    instances of that many consecutive batches are sorted by length, re-cut into batches and each
+    batch trimmed to its longest sequence; 1 trims without sorting; 0 keeps full-width batches in
+    stream order, as the original code.
     """
 
     batch_size: int = 256
@@ -120,6 +125,7 @@ class TrainConfig:
     clip_norm: float = constants.CLIP_NORM
     dynamic_masking: bool = False
     time_budget: float = 0.0
+    length_groups: int = 16
 
 
 @dataclasses.dataclass
@@ -198,6 +204,7 @@ class ExperimentConfig:
                  "a positive finite number")
         _require(math.isfinite(train.time_budget) and train.time_budget >= 0, "time_budget", train.time_budget,
                  "a finite number of seconds >= 0")
+        _require(train.length_groups >= 0, "length_groups", train.length_groups, "at least 0")
 
     def override(self, key: str, value: Any) -> None:
         """Sets `section.field` (or a field name unique across sections) to `value`.

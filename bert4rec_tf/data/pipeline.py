@@ -21,6 +21,7 @@ from bert4rec_tf.data.split import history_and_target
 _DYNAMIC_STREAM = 1
 _NEXT_ITEM_STREAM = 2
 _MATCH_STREAM = 3
+_LENGTH_GROUP_STREAM = 4
 
 
 def static_training_dataset(files: list[str], config: DataConfig, batch_size: int | None = None,
@@ -112,6 +113,84 @@ def _batched(dataset: tf.data.Dataset, batch_size: int | None) -> tf.data.Datase
     if batch_size:
         dataset = dataset.batch(batch_size, drop_remainder=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+# The features that run along the sequence, per training pipeline (the others, such as the masked
+# positions or the matching negatives, do not depend on the padding), and the side their padding is on.
+SEQUENCE_FEATURES = {"masked": ("input_ids", "input_mask"), "masked_matching": ("input_ids", "input_mask"),
+                     "next_item": ("input_ids", "positive_ids", "negative_ids")}
+PADDED_LEFT = ("next_item",)
+# Trimmed widths are rounded up to a multiple of this: fewer distinct shapes, aligned rows.
+WIDTH_MULTIPLE = 8
+
+
+def padded_width(longest: int, max_len: int, multiple: int = WIDTH_MULTIPLE) -> int:
+    """The width a batch whose longest sequence has `longest` items is trimmed to: rounded up to a
+    multiple of `multiple`, at least 1 and at most `max_len` (an int, or a tensor for a tensor
+    `longest`). Example: padded_width(13, 50) == 16."""
+    rounded = (longest + multiple - 1) // multiple * multiple
+    if tf.is_tensor(longest):
+        return tf.minimum(max_len, tf.maximum(1, rounded))
+    return min(max_len, max(1, rounded))
+
+
+def length_grouped(make_stream, start: int, batch_size: int, groups: int, kind: str, max_len: int,
+                   seed: int) -> tf.data.Dataset:
+    """A batched training stream in batches of similar length, each trimmed to its longest sequence.
+
+    The stream is cut into chunks of `groups` consecutive batches. The instances of a chunk are
+    sorted by length (stably) and cut into `groups` batches again, which come out in an order shuffled
+    by (seed, chunk); each batch keeps only the columns up to its longest sequence (rounded up by
+    `padded_width`). Every chunk holds the instances it held in stream order, so an epoch sees the
+    same instances: only the batches' composition and width change. `groups` 1 trims without
+    sorting. A pure function of the chunk number: a resumed run rebuilds the chunk it stopped in
+    and skips the batches it had trained on.
+
+    Args:
+        make_stream: a function of the first instance number giving the full-width batched stream
+            of the pipeline `kind` (dicts of [batch_size, ...] tensors).
+        start: the first instance of the stream (instances already consumed), a multiple of
+            `batch_size`.
+        batch_size: instances per batch.
+        groups: batches sorted together (at least 1).
+        kind: the pipeline ("masked", "masked_matching" or "next_item"): which features run along
+            the sequence and on which side they are padded.
+        max_len: the full width.
+        seed: the data seed.
+
+    Returns:
+        Batches of the same features, the sequence features [batch_size, width] with
+        width <= max_len varying from batch to batch.
+    """
+    if start % batch_size:
+        raise ValueError(f"the stream must start at a whole batch, got instance {start} with batches of {batch_size}")
+    keys, left = SEQUENCE_FEATURES[kind], kind in PADDED_LEFT
+    first_chunk, skip = divmod(start // batch_size, groups)
+    chunk_size = groups * batch_size
+
+    def regroup(chunk, batches):  # batches: dict of [groups, batch_size, ...]
+        flat = {name: tf.reshape(value, tf.concat([[chunk_size], tf.shape(value)[2:]], 0))
+                for name, value in batches.items()}  # [groups * batch_size, ...]
+        lengths = tf.math.count_nonzero(flat["input_ids"], axis=1)  # [groups * batch_size]
+        by_length = tf.argsort(lengths, stable=True)
+        shuffle_seed = masking.instance_seed(seed, _LENGTH_GROUP_STREAM, chunk)
+        order = tf.argsort(tf.random.stateless_uniform([groups], shuffle_seed))  # [groups]
+        return {name: tf.gather(tf.reshape(tf.gather(value, by_length),
+                                           tf.concat([[groups, batch_size], tf.shape(value)[1:]], 0)), order)
+                for name, value in flat.items()}
+
+    def trim(batch):
+        width = padded_width(tf.cast(tf.reduce_max(tf.math.count_nonzero(batch["input_ids"], axis=1)), tf.int32),
+                             max_len)
+        return {name: (value[:, max_len - width:] if left else value[:, :width]) if name in keys else value
+                for name, value in batch.items()}
+
+    batches = make_stream(first_chunk * chunk_size)
+    if groups > 1:
+        batches = (batches.batch(groups, drop_remainder=True).enumerate(first_chunk)
+                   .map(regroup, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch())
+    return batches.map(trim, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).skip(skip).prefetch(
+        tf.data.AUTOTUNE)
 
 
 def evaluation_histories(sequences: UserSequences, stage: str, length: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ from keras import ops
 from tqdm.auto import tqdm
 
 from bert4rec_tf.constants import PAD_ID, mask_id
-from bert4rec_tf.data.pipeline import evaluation_histories
+from bert4rec_tf.data.pipeline import evaluation_histories, padded_width
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
 from bert4rec_tf.evaluation.metrics import FULL_METRICS, SAMPLED_METRICS, metrics_from_ranks, target_rank
@@ -19,8 +19,12 @@ PROTOCOLS = ("pop", "uniform", "full")
 
 def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
              candidates: dict[str, np.ndarray] | None = None, protocols: tuple[str, ...] = PROTOCOLS,
-             batch_size: int = 256, progress: bool = False) -> dict[str, dict[str, float]]:
+             batch_size: int = 256, progress: bool = False, trim: bool = True) -> dict[str, dict[str, float]]:
     """Metrics of `model` on every user for `stage` ("valid" or "test").
+
+    Users are scored in batches of similar history length, each batch trimmed to its longest
+    history (`trim`): the metrics are those of full-width batches (a model's output at real
+    positions does not depend on the padding), computed with less work on short histories.
 
     Args:
         model: a model with `score_next(history) -> [batch, vocab_size]` (see
@@ -34,6 +38,8 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             user's history excluded).
         batch_size: users per forward pass.
         progress: show a progress bar.
+        trim: batch users by history length and trim each batch's padding; False: users in order,
+            every batch max_len wide.
 
     Returns:
         {protocol: {metric: value}}: HR@1/5/10, NDCG@5/10, MRR for the sampled protocols;
@@ -50,22 +56,23 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
         # One traced graph for every batch (the last, smaller batch reuses it): eager execution
         # would dispatch every operation from Python.
         score_next = tf.function(score_next, reduce_retracing=True)
-    ranks: dict[str, list[np.ndarray]] = {p: [] for p in protocols}
+    lengths = np.count_nonzero(histories, axis=1)  # [U]
+    order = np.argsort(lengths, kind="stable") if trim else np.arange(sequences.num_users)
+    ranks = {p: np.zeros(sequences.num_users, dtype=np.int64) for p in protocols}
     for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
-        end = min(begin + batch_size, sequences.num_users)
-        scores = ops.convert_to_numpy(score_next(histories[begin:end]))  # [b, vocab]
-        rows = np.arange(end - begin)
-        target_scores = scores[rows, targets[begin:end]]
+        users = order[begin:begin + batch_size]
+        width = padded_width(int(lengths[users].max()), max_len) if trim else max_len
+        scores = ops.convert_to_numpy(score_next(histories[users, :width]))  # [b, vocab]
+        target_scores = scores[np.arange(len(users)), targets[users]]
         for protocol in protocols:
             if protocol == "full":
-                valid = _competing_items(sequences, stage, begin, end, scores.shape[1])
-                ranks[protocol].append(ops.convert_to_numpy(target_rank(target_scores, scores, valid)))
+                valid = _competing_items(sequences, stage, users, scores.shape[1])
+                ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, scores, valid))
             else:
-                negatives = _candidates(candidates, protocol, stage)[begin:end]
+                negatives = _candidates(candidates, protocol, stage)[users]
                 others = np.take_along_axis(scores, negatives.astype(np.int64), axis=1)  # [b, C]
-                ranks[protocol].append(ops.convert_to_numpy(target_rank(target_scores, others)))
-    return {protocol: metrics_from_ranks(np.concatenate(ranks[protocol]),
-                                         FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
+                ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, others))
+    return {protocol: metrics_from_ranks(ranks[protocol], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}
 
 
@@ -76,12 +83,12 @@ def _candidates(candidates: dict[str, np.ndarray] | None, protocol: str, stage: 
     return candidates[key]
 
 
-def _competing_items(sequences: UserSequences, stage: str, begin: int, end: int, vocab: int) -> np.ndarray:
-    """[end - begin, vocab] bool: real items outside the user's history; the target competes with none."""
-    valid = np.ones((end - begin, vocab), dtype=bool)
+def _competing_items(sequences: UserSequences, stage: str, users: np.ndarray, vocab: int) -> np.ndarray:
+    """[len(users), vocab] bool: real items outside each user's history; the target competes with none."""
+    valid = np.ones((len(users), vocab), dtype=bool)
     valid[:, PAD_ID] = False
     valid[:, mask_id(sequences.num_items):] = False
-    for row, user in enumerate(range(begin, end)):
+    for row, user in enumerate(users):
         history, target = history_and_target(sequences, user, stage)
         valid[row, history] = False
         valid[row, target] = False

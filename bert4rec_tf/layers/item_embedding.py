@@ -23,6 +23,9 @@ class ItemEmbedding(keras.layers.Layer):
         hidden_dropout: dropout rate on the output.
         use_position_embedding: add the position embedding (the paper's "w/o PE" ablation: False).
         dropout_before_norm: LN(Dropout(E + P)) as in SASRec instead of BERT's Dropout(LN(E + P)).
+        positions_from_end: number the positions so that the last column is max_len - 1 (inputs
+            padded on the left, as SASRec's: a narrower input, trimmed of leading padding, keeps
+            every item's position); default: the first column is 0 (padding on the right).
         **kwargs: passed to `keras.layers.Layer`.
     """
 
@@ -34,6 +37,7 @@ class ItemEmbedding(keras.layers.Layer):
         hidden_dropout: float = 0.0,
         use_position_embedding: bool = True,
         dropout_before_norm: bool = False,
+        positions_from_end: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -43,6 +47,7 @@ class ItemEmbedding(keras.layers.Layer):
         self.hidden_dropout = hidden_dropout
         self.use_position_embedding = use_position_embedding
         self.dropout_before_norm = dropout_before_norm
+        self.positions_from_end = positions_from_end
 
     def build(self, input_shape=None):
         self.item_embedding = keras.layers.Embedding(
@@ -93,7 +98,10 @@ class ItemEmbedding(keras.layers.Layer):
         """
         embeddings = self.item_embedding(inputs)  # [batch, seq_len, hidden]
         if self.use_position_embedding:
-            positions = ops.arange(ops.shape(inputs)[1])  # [seq_len]
+            seq_len = ops.shape(inputs)[1]
+            positions = ops.arange(seq_len)  # [seq_len]
+            if self.positions_from_end:
+                positions = positions + (self.max_len - seq_len)
             embeddings = embeddings + ops.expand_dims(self.position_embedding(positions), 0)
         if self.dropout_before_norm:
             return self.layer_norm(self.dropout(embeddings, training=training))
@@ -108,5 +116,6 @@ class ItemEmbedding(keras.layers.Layer):
             hidden_dropout=self.hidden_dropout,
             use_position_embedding=self.use_position_embedding,
             dropout_before_norm=self.dropout_before_norm,
+            positions_from_end=self.positions_from_end,
         )
         return config

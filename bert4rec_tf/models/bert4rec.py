@@ -176,12 +176,12 @@ class BERT4Rec(SequentialRecommender):
             history: int [batch, L] model item ids, oldest first, 0 anywhere for none.
 
         Returns:
-            `input_ids` and `input_mask`, int32 [batch, max_len].
+            `input_ids` and `input_mask`, int32 [batch, min(L + 1, max_len)]: a batch of short
+            histories gives a narrower input.
         """
-        max_len = self.model_config.max_len
-        items, lengths = last_items(history, max_len - 1)  # [batch, max_len - 1], [batch]
-        items = ops.pad(items, ((0, 0), (0, 1)))  # [batch, max_len]
-        positions = ops.expand_dims(ops.arange(max_len, dtype="int32"), 0)
+        items, lengths = last_items(history, self.model_config.max_len - 1)  # [batch, width - 1], [batch]
+        items = ops.pad(items, ((0, 0), (0, 1)))  # [batch, width]
+        positions = ops.expand_dims(ops.arange(ops.shape(items)[1], dtype="int32"), 0)
         at_mask = positions == ops.expand_dims(lengths, 1)
         return {"input_ids": ops.where(at_mask, self.mask_token, items),
                 "input_mask": ops.cast(positions <= ops.expand_dims(lengths, 1), "int32")}

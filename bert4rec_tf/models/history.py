@@ -14,6 +14,9 @@ from bert4rec_tf.constants import PAD_ID
 def last_items(history, count: int, pad_left: bool = False):
     """The last `count` known items of each row, packed to one side.
 
+    The result is min(count, L) wide: a history narrower than `count` (a batch of short histories
+    trimmed to its longest) gives a narrower input, which the models read like the padded one.
+
     Args:
         history: int [batch, L] model item ids, oldest first; 0 (padding or an unknown id) may
             appear anywhere and is skipped.
@@ -22,13 +25,16 @@ def last_items(history, count: int, pad_left: bool = False):
             the left and pad on the right (BERT4Rec).
 
     Returns:
-        int32 items [batch, count] and int32 lengths [batch] (known items kept, at most `count`).
+        int32 items [batch, min(count, L)] and int32 lengths [batch] (known items kept).
 
     Example:
         `last_items([[0, 3, 0, 4, 5]], 2)` gives `[[4, 5]]` and `[2]`;
-        `last_items([[7, 0, 0]], 3, pad_left=True)` gives `[[0, 0, 7]]` and `[1]`.
+        `last_items([[7, 0, 0]], 3, pad_left=True)` gives `[[0, 0, 7]]` and `[1]`;
+        `last_items([[7, 8]], 5)` gives `[[7, 8]]` and `[2]`.
     """
     history = ops.cast(history, "int32")
+    width = ops.shape(history)[1]
+    count = min(count, width) if isinstance(width, int) else ops.minimum(count, width)
     known = ops.cast(history != PAD_ID, "int32")  # [batch, L]
     from_end = ops.flip(ops.cumsum(ops.flip(known, axis=1), axis=1), axis=1)  # 1 at the newest known item
     keep = ops.logical_and(known > 0, from_end <= count)

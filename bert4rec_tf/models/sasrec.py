@@ -52,6 +52,7 @@ class SASRec(SequentialRecommender):
             hidden_dropout=config.hidden_dropout,
             use_position_embedding=config.use_position_embedding,
             dropout_before_norm=True,
+            positions_from_end=True,
             dtype=self.dtype_policy,
             name="embedding",
         )
@@ -65,7 +66,12 @@ class SASRec(SequentialRecommender):
         self.built = True
 
     def encode(self, features: dict, training=None, return_attention_scores: bool = False):
-        """The causal Transformer's output [batch, max_len, hidden] (and per-layer attention)."""
+        """The causal Transformer's output [batch, width, hidden] (and per-layer attention).
+
+        The inputs are padded on the left and may be narrower than max_len (a batch trimmed to its
+        longest sequence): the last column is always position max_len - 1, so the output at a real
+        item does not depend on how much padding precedes it.
+        """
         if not self.built:
             self.build()
         padding_mask = ops.cast(features["input_ids"] != PAD_ID, "int32")
@@ -97,13 +103,13 @@ class SASRec(SequentialRecommender):
         return next_item_ce_loss(y_pred, self.embedding.item_embeddings, positives)
 
     def history_inputs(self, history) -> dict:
-        """The latest max_len known items, padded on the left: `input_ids` int32 [batch, max_len]."""
+        """The latest max_len known items, padded on the left: `input_ids` int32 [batch, min(L, max_len)]."""
         items, _ = last_items(history, self.model_config.max_len, pad_left=True)
         return {"input_ids": items}
 
     def user_representation(self, history, training=None):
         """F at the last position (the newest item), float32 [batch, hidden_size]."""
-        hidden = self.encode(self.history_inputs(history), training=training)  # [batch, max_len, hidden]
+        hidden = self.encode(self.history_inputs(history), training=training)  # [batch, width, hidden]
         return ops.cast(hidden[:, -1, :], "float32")
 
     def score_next(self, history, training=None):

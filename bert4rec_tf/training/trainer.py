@@ -27,8 +27,8 @@ import tensorflow as tf
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.instances import make_windows
 from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_histories, next_item_training_dataset,
-                                       static_training_dataset)
+from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_histories, length_grouped,
+                                       next_item_training_dataset, static_training_dataset)
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.evaluator import evaluate
@@ -146,6 +146,7 @@ def training_stream(model: SequentialRecommender, config: ExperimentConfig, prep
     """A function of the first instance number giving the model's endless, batched training stream.
 
     Every pipeline is a pure function of the instance number, so a resumed run continues it exactly.
+    With `train.length_groups` the batches are padding-aware (`length_grouped`).
 
     Args:
         model: the model; its `TRAINING_INSTANCES` picks the pipeline.
@@ -154,6 +155,16 @@ def training_stream(model: SequentialRecommender, config: ExperimentConfig, prep
         train: per user, the training items.
     """
     kind = model.TRAINING_INSTANCES
+    full_width = _full_width_stream(kind, config, prepared, train)
+    groups = config.train.length_groups
+    if not groups:
+        return full_width
+    return lambda start: length_grouped(full_width, start, config.train.batch_size, groups, kind,
+                                        config.data.max_len, config.data.seed)
+
+
+def _full_width_stream(kind: str, config: ExperimentConfig, prepared: PreparedData, train: list[np.ndarray]):
+    """`training_stream` for the pipeline `kind`, every batch max_len wide, in stream order."""
     data, batch_size = config.data, config.train.batch_size
     users = np.arange(1, len(train) + 1)
     if kind == "next_item":

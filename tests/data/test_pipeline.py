@@ -6,11 +6,15 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert4rec_tf.data.candidates import item_popularity, sample_negatives
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.instances import make_windows, write_static_instances
-from bert4rec_tf.data.pipeline import dynamic_training_dataset, evaluation_histories, static_training_dataset
+from bert4rec_tf.data.negatives import NegativeSampler
+from bert4rec_tf.data.pipeline import (SEQUENCE_FEATURES, dynamic_training_dataset, evaluation_histories,
+                                       length_grouped, next_item_training_dataset, padded_width,
+                                       static_training_dataset)
 from bert4rec_tf.data.preprocess import UserSequences
 from tests.data.test_instances import NUM_ITEMS, small_config, small_windows
 
@@ -156,3 +160,70 @@ def test_matching_instances_come_in_the_configured_proportions_with_foreign_nega
     assert shares["mask_last"] == pytest.approx(0.1, abs=0.03)
     assert shares["match_only"] == pytest.approx(0.9 * 0.3, abs=0.04)
     assert shares["mask_match"] == pytest.approx(0.9 * 0.7, abs=0.04)
+
+
+def _restored(batch: dict, keys: tuple, max_len: int, left: bool = False) -> list[tuple]:
+    """The batch's instances with the sequence features padded back to max_len, as hashable rows."""
+    rows = []
+    for row in range(len(batch["input_ids"])):
+        parts = []
+        for name in sorted(batch):
+            value = batch[name][row]
+            if name in keys:
+                pad = max_len - len(value)
+                value = np.pad(value, (pad, 0) if left else (0, pad))
+            parts.append(tuple(np.ravel(value).tolist()))
+        rows.append(tuple(parts))
+    return rows
+
+
+def test_length_grouped_batches_hold_each_chunks_instances_sorted_trimmed_and_resumable():
+    config = small_config(max_len=24, prop_sliding_window=1.0)
+    rng = np.random.default_rng(3)
+    sequences = [rng.integers(1, NUM_ITEMS + 1, size=n) for n in (2, 3, 5, 9, 17, 30, 4, 12, 21, 2, 7, 40)]
+    windows = make_windows(sequences, np.arange(1, 13), config.max_len, config.prop_sliding_window)
+
+    def full(start):
+        return dynamic_training_dataset(windows, config, NUM_ITEMS, batch_size=4, start=start)
+
+    keys = SEQUENCE_FEATURES["masked"]
+    grouped = take(length_grouped(full, 0, 4, 3, "masked", config.max_len, config.seed), 6)
+    plain = take(full(0), 6)
+    for chunk in range(2):
+        mine, theirs = grouped[3 * chunk:3 * chunk + 3], plain[3 * chunk:3 * chunk + 3]
+        assert sorted(sum((_restored(b, keys, 24) for b in mine), [])) == sorted(
+            sum((_restored(b, keys, 24) for b in theirs), []))
+        spans = sorted((np.count_nonzero(b["input_ids"], axis=1).min(), np.count_nonzero(b["input_ids"], axis=1).max())
+                       for b in mine)
+        assert all(longest <= shortest for (_, longest), (shortest, _) in zip(spans, spans[1:]))  # sorted together
+    for batch in grouped:
+        longest = np.count_nonzero(batch["input_ids"], axis=1).max()
+        assert batch["input_ids"].shape == batch["input_mask"].shape == (4, padded_width(longest, 24))
+        assert batch["masked_lm_positions"].shape == (4, config.max_predictions_per_seq)
+    assert {b["input_ids"].shape[1] for b in grouped} != {24}  # some batches are narrower
+    resumed = take(length_grouped(full, 16, 4, 3, "masked", config.max_len, config.seed), 2)  # chunk 1, batch 2
+    assert all(_restored(a, keys, 24) == _restored(b, keys, 24) for a, b in zip(grouped[4:6], resumed))
+    with pytest.raises(ValueError, match="whole batch"):
+        length_grouped(full, 5, 4, 3, "masked", config.max_len, config.seed)
+
+
+def test_length_grouped_trims_left_padded_next_item_batches_from_the_left():
+    config = small_config(max_len=16)
+    sequences = [np.arange(1, n + 1) for n in (3, 4, 5, 6)]
+    windows = make_windows(sequences, np.arange(1, 5), config.max_len + 1, config.prop_sliding_window)
+    sampler = NegativeSampler(sequences, NUM_ITEMS)
+
+    def full(start):
+        return next_item_training_dataset(windows, config, sampler, batch_size=4, start=start)
+
+    trimmed = take(length_grouped(full, 0, 4, 1, "next_item", config.max_len, config.seed), 2)
+    for batch, whole in zip(trimmed, take(full(0), 2)):
+        assert batch["input_ids"].shape == (4, 8)
+        for name in SEQUENCE_FEATURES["next_item"]:
+            assert np.array_equal(batch[name], whole[name][:, -8:]) and not whole[name][:, :-8].any()
+
+
+@pytest.mark.parametrize("longest, width", [(0, 1), (1, 8), (8, 8), (9, 16), (47, 48), (49, 50), (50, 50)])
+def test_padded_width_rounds_up_to_eight_within_max_len(longest, width):
+    assert padded_width(longest, 50) == width
+    assert int(padded_width(tf.constant(longest), 50)) == width

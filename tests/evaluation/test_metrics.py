@@ -80,3 +80,30 @@ def test_evaluate_by_hand():
     # full: user 1 history {1,2,3}: 5, 6 beat 4 -> rank 2; user 2 history {4,3,6}: items 1, 2 lower -> 0
     assert out["full"]["MRR"] == pytest.approx((1 / 3 + 1) / 2)
     assert set(out["full"]) == {"Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR"}
+
+
+class ScoresByUser:
+    """A stand-in model that scores item i as (the history's first item * i) mod 7: the ranks tell
+    whether each user was scored with their own history, whatever the batch order."""
+
+    def score_next(self, history, training=False):
+        first = np.asarray(history)[:, :1].astype(np.float32)  # [batch, 1]
+        return (first * np.arange(12, dtype=np.float32)) % 7
+
+
+@pytest.mark.parametrize("name", ["bert4rec", "sasrec", "bert4rec_match", "pop", "by_user"])
+def test_trimmed_length_sorted_batches_give_the_metrics_of_full_width_batches(name):
+    from bert4rec_tf.data.candidates import sample_negatives
+    from bert4rec_tf.evaluation.evaluator import evaluate
+    from tests.data.test_pipeline import sequences_of
+    from tests.models.test_padding import NUM_ITEMS, built
+
+    rng = np.random.default_rng(2)
+    num_items = 10 if name == "by_user" else NUM_ITEMS
+    lists = [rng.choice(np.arange(1, num_items + 1), size=n, replace=False).tolist() for n in (3, 8, 4, 6, 5, 3, 7) * 5]
+    sequences = sequences_of(lists, num_items)
+    candidates = {f"{p}_test": sample_negatives(sequences, p, "test", 1 if name == "by_user" else 10, 3)
+                  for p in ("pop", "uniform")}
+    model = ScoresByUser() if name == "by_user" else built(name)
+    results = [evaluate(model, sequences, "test", 24, candidates, batch_size=4, trim=trim) for trim in (True, False)]
+    assert results[0] == results[1]

@@ -1,0 +1,111 @@
+"""Padding-aware batches: every model reads a trimmed batch as it reads the full-width one."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.constants import vocab_size
+from bert4rec_tf.data.instances import make_windows
+from bert4rec_tf.data.negatives import NegativeSampler
+from bert4rec_tf.data.pipeline import (SEQUENCE_FEATURES, dynamic_training_dataset, length_grouped,
+                                       next_item_training_dataset)
+from bert4rec_tf.models import MODELS, build_model
+from tests.data.test_instances import small_config
+
+NUM_ITEMS = 30
+MAX_LEN = 24
+KINDS = {"bert4rec": "masked", "sasrec": "next_item", "bert4rec_match": "masked_matching"}
+
+
+def model_config(name: str, **changes) -> ModelConfig:
+    values = dict(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=16, num_heads=2,
+                  intermediate_size=32, num_layers=2, hidden_dropout=0.0, attention_dropout=0.0,
+                  loss="bce" if name == "sasrec" else "ce")
+    values.update(changes)
+    return ModelConfig(**values)
+
+
+def built(name: str, **changes):
+    keras.utils.set_random_seed(11)
+    model = build_model(model_config(name, **changes))
+    model.fit_statistics([np.arange(1, NUM_ITEMS + 1)])
+    return model
+
+
+def trainable_models() -> list[tuple[str, dict]]:
+    return [(name, {}) for name in sorted(MODELS) if name in KINDS] + [("sasrec", {"loss": "ce"})]
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_scores_do_not_depend_on_the_padding_around_a_history(name):
+    model = built(name)
+    rng = np.random.default_rng(0)
+    histories = [rng.integers(1, NUM_ITEMS + 1, size=n) for n in (1, 3, 9, 30)]
+    tight = np.zeros((4, 30), np.int32)
+    for row, items in enumerate(histories):
+        tight[row, :len(items)] = items
+    reference = keras.ops.convert_to_numpy(model.score_next(tight))
+    for width in (MAX_LEN, MAX_LEN + 7):  # trailing padding, and padding before and between the items
+        for layout in ("after", "before"):
+            padded = np.zeros((4, max(width, 30) + 3), np.int32)
+            for row, items in enumerate(histories):
+                begin = padded.shape[1] - len(items) if layout == "before" else 0
+                padded[row, begin:begin + len(items)] = items
+            assert np.allclose(keras.ops.convert_to_numpy(model.score_next(padded)), reference, atol=1e-5)
+    short = tight[:3, :9]  # a batch of short histories trimmed to its longest: a narrower model input
+    assert np.allclose(keras.ops.convert_to_numpy(model.score_next(short)), reference[:3], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", [name for name in sorted(MODELS) if name in KINDS])
+def test_encoder_outputs_at_real_positions_do_not_depend_on_the_padding_width(name):
+    model = built(name)
+    rows = [[3, 4, 5, 6, 7], [8, 9]]
+    left = KINDS[name] == "next_item"  # SASRec's inputs are padded on the left, the others' on the right
+    outputs = []
+    for width in (5, 8, MAX_LEN):
+        ids = np.zeros((2, width), np.int32)
+        for row, items in enumerate(rows):
+            if left:
+                ids[row, width - len(items):] = items
+            else:
+                ids[row, :len(items)] = items
+        hidden = keras.ops.convert_to_numpy(model.encode({"input_ids": ids, "input_mask": (ids != 0).astype(np.int32)}))
+        outputs.append([hidden[row, width - len(items):] if left else hidden[row, :len(items)]
+                        for row, items in enumerate(rows)])  # [items, hidden] per row
+    for other in outputs[1:]:
+        for mine, reference in zip(other, outputs[0]):
+            assert np.allclose(mine, reference, atol=1e-5)
+
+
+def _streams(kind: str):
+    """The full-width batched stream of pipeline `kind` on small windows, as a function of its start."""
+    config = small_config(max_len=MAX_LEN, prop_sliding_window=1.0, matching=kind == "masked_matching")
+    rng = np.random.default_rng(4)
+    train = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False) for n in (2, 3, 5, 9, 17, 4, 6, 12)]
+    users = np.arange(1, len(train) + 1)
+    sampler = NegativeSampler(train, NUM_ITEMS)
+    if kind == "next_item":
+        windows = make_windows(train, users, MAX_LEN + 1, config.prop_sliding_window)
+        return config, lambda start: next_item_training_dataset(windows, config, sampler, batch_size=4, start=start)
+    windows = make_windows(train, users, MAX_LEN, config.prop_sliding_window)
+    matching = {"sampler": sampler, "match_negatives": 5} if kind == "masked_matching" else {}
+    return config, lambda start: dynamic_training_dataset(windows, config, NUM_ITEMS, batch_size=4, start=start,
+                                                          **matching)
+
+
+@pytest.mark.parametrize("name, changes", trainable_models())
+def test_trimmed_and_full_width_batches_give_the_same_loss(name, changes):
+    model = built(name, **changes)
+    kind = KINDS[name]
+    config, full = _streams(kind)
+    trimmed = length_grouped(full, 0, 4, 1, kind, MAX_LEN, config.seed)
+    narrower = 0
+    for whole, short in zip(full(0).take(4), trimmed.take(4)):
+        narrower += short["input_ids"].shape[1] < MAX_LEN
+        assert all(short[key].shape[1] <= MAX_LEN for key in SEQUENCE_FEATURES[kind])
+        losses = [float(model.compute_loss(x=batch, y_pred=model(batch, training=False))) for batch in (whole, short)]
+        assert np.isclose(losses[0], losses[1], rtol=1e-5, atol=1e-6), losses
+    assert narrower  # the check compared trimmed batches
