@@ -61,6 +61,11 @@ class Dropout(keras.layers.Layer):
     def call(self, inputs, training=None):
         if not training or self.rate == 0:
             return inputs
+        return dropout(inputs, self.rate, self.next_seed())
+
+    def next_seed(self):
+        """The stateless int32 [2] seed of this call's mask (also for masks drawn elsewhere, such as the
+        attention's fused softmax and dropout); advances the layer's seed generator."""
         seed = self.seed_generator.next()  # int64 [2], as Keras' own dropout, folded into int32
         seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
         context = tf.distribute.get_replica_context()
@@ -68,7 +73,7 @@ class Dropout(keras.layers.Layer):
             # The replicas share the seed generator's state: without this, every replica would drop the
             # same positions of its share of the batch.
             seed = tf.random.experimental.stateless_fold_in(seed, context.replica_id_in_sync_group)
-        return dropout(inputs, self.rate, seed)
+        return seed
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert4rec_tf.layers import fused
 from bert4rec_tf.layers.initializers import bias_initializer, kernel_initializer
 
 
@@ -52,13 +53,17 @@ class PositionWiseFeedForward(keras.layers.Layer):
         Args:
             inputs: [batch, seq_len, hidden].
             padding_mask: unused (the network is position-wise); accepted for a uniform signature.
-            training: unused.
+            training: in training the GELU runs as one fused pass forward and backward
+                (`bert4rec_tf.layers.fused.gelu`); the values are the same.
 
         Returns:
             [batch, seq_len, hidden_size].
         """
         hidden = self.intermediate_dense(inputs)  # [batch, seq_len, intermediate]
-        hidden = ops.gelu(hidden, approximate=False) if self.activation == "gelu" else ops.relu(hidden)
+        if self.activation == "relu":
+            hidden = ops.relu(hidden)
+        else:
+            hidden = fused.gelu(hidden) if training else ops.gelu(hidden, approximate=False)
         return self.output_dense(hidden)  # [batch, seq_len, hidden]
 
     def get_config(self) -> dict:

@@ -122,7 +122,7 @@ class TransformerBlock(keras.layers.Layer):
         if self.use_ffn:
             outputs = self._add_and_norm(
                 outputs,
-                self.feed_forward_dropout(self.feed_forward(outputs), training=training),
+                self.feed_forward_dropout(self.feed_forward(outputs, training=training), training=training),
                 self.feed_forward_layer_norm,
             )
         if return_attention_scores:
