@@ -11,8 +11,18 @@ per sample (forward and backward, counted from the shapes) times samples/s, over
 beside it, see ../shared/peers/recbole) it gives the ratio to RecBole. --pipeline also times the
 dynamic-masking input pipeline alone on synthetic histories shaped like the data set's.
 
+--real times the training step of the shipped path instead: the model of --model with the
+settings of --recipe (a cpu-* recipe; they share their shapes) on batches of the real prepared
+data (--source_files), as train.py makes them, padding-aware (each batch trimmed to its longest
+sequence, lengths grouped) and, beside it, full-width in stream order (train.length_groups 0, the
+batches before padding-aware training). The batches are made first and timed apart (the input
+pipeline's own rate); the share of the float32 limit counts the work of each batch's own width.
+--profile adds where the step's time goes (bert4rec_tf.profiling), per category.
+
 Example:
     python run_scripts/benchmark.py
+    python run_scripts/benchmark.py --real --datasets ml-1m,beauty --recipe cpu-1h --profile \
+        --source_files ml-1m=../shared/datasets/ml-1m/ml-1m.txt.gz,beauty=../shared/datasets/beauty/beauty.txt.gz
     python run_scripts/benchmark.py --steps 5 --warmup 2 --datasets ml-1m --precisions float32 \
         --packing dynamic --xla off --recbole 64.4 --pipeline
 """
@@ -20,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import os
 import time
@@ -66,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="jit_compile settings: off,on")
     parser.add_argument("--precisions", type=_comma_list, default=["float32", "mixed_bfloat16"],
                         help="Keras dtype policies, e.g. float32,mixed_bfloat16,mixed_float16")
-    parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--batch_size", type=int, default=None,
+                        help="batch size (default: 256; --real: the recipe's)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps (compilation)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration")
     parser.add_argument("--seed", type=int, default=1)
@@ -74,7 +86,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="RecBole's samples/s on ML-1m measured beside this run: print the ratio")
     parser.add_argument("--pipeline", action="store_true",
                         help="also time the dynamic-masking input pipeline alone")
+    parser.add_argument("--real", action="store_true",
+                        help="time the training step on real prepared batches (see --recipe, --source_files)")
+    parser.add_argument("--model", default="bert4rec", help="--real: the model preset (bert4rec, sasrec, ...)")
+    parser.add_argument("--recipe", default="cpu-1h", help="--real: the recipe whose settings the batches have")
+    parser.add_argument("--source_files", type=_source_files, default={},
+                        help="--real: dataset=path pairs, comma separated, of the files to prepare")
+    parser.add_argument("--data_dir", default=None, help="--real: the cache of prepared data")
+    parser.add_argument("--profile", action="store_true",
+                        help="also print where the step's time goes, per category (TensorFlow's profiler)")
     return parser.parse_args(argv)
+
+
+def _source_files(text: str) -> dict[str, str]:
+    pairs = {}
+    for item in _comma_list(text):
+        if "=" not in item:
+            raise argparse.ArgumentTypeError(f"{item!r} is not dataset=path")
+        dataset, path = item.split("=", 1)
+        pairs[dataset.strip()] = path.strip()
+    return pairs
 
 
 def float32_limit(size: int = 2048, repeats: int = 5) -> float:
@@ -183,6 +214,89 @@ def time_configuration(dataset: str, features: dict, packing: str, xla: bool, pr
     return elapsed
 
 
+def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> tuple[list, object, float]:
+    """`--warmup + --steps` training batches of the real prepared data, as train.py makes them.
+
+    Returns the batches (in memory), the model (built, compiled) and the input pipeline's
+    samples/s. `groups` sets train.length_groups (None: the configuration's own, if it has one).
+    """
+    from bert4rec_tf.cli import experiment_config
+    from bert4rec_tf.data.prepare import prepare
+    from bert4rec_tf.data.split import training_sequences
+    from bert4rec_tf.models import build_model
+    from bert4rec_tf.training.optimization import make_optimizer
+    from bert4rec_tf.training.trainer import training_stream
+
+    config = experiment_config(dataset, [], seed=None, model=args.model, recipe=args.recipe)
+    config.train.time_budget = 0.0
+    config.train.batch_size = args.batch_size or config.train.batch_size
+    if groups is not None:
+        config.train.length_groups = groups
+    prepared = prepare(config.data, args.data_dir, args.source_files.get(dataset), progress=False)
+    config.model.vocab_size = int(prepared.metadata["vocab_size"])
+    config.model.max_len = config.data.max_len
+    train = training_sequences(prepared.sequences(), config.data.split)
+    keras.utils.set_random_seed(args.seed)
+    model = build_model(config.model)
+    model.fit_statistics(train)
+    model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
+    stream = iter(training_stream(model, config, prepared, train)(0))
+    next(stream)  # the pipeline's start-up is not its rate
+    start = time.perf_counter()
+    batches = [next(stream) for _ in range(args.warmup + args.steps)]
+    rate = len(batches) * config.train.batch_size / (time.perf_counter() - start)
+    return batches, model, rate
+
+
+def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int | None) -> str:
+    """One --real row: the step's ms and samples/s on real batches, and its share of the float32 limit."""
+    batches, model, pipeline = real_batches(args, dataset, groups)
+    timed = batches[args.warmup:]
+    widths = {}
+    for batch in batches[:args.warmup] + timed:  # every width once untimed: its kernels are compiled
+        widths.setdefault(int(batch["input_ids"].shape[1]), batch)
+    for batch in batches[:args.warmup] + list(widths.values()):
+        model.train_on_batch(batch)
+    start = time.perf_counter()
+    for batch in timed:
+        model.train_on_batch(batch)
+    seconds = (time.perf_counter() - start) / len(timed)
+    size = int(timed[0]["input_ids"].shape[0])
+    config = model.model_config
+    widths = [int(batch["input_ids"].shape[1]) for batch in timed]
+    flops = 0.0  # the Cloze models' work (`training_flops` counts BERT4Rec's head)
+    if "masked_lm_weights" in timed[0]:
+        flops = np.mean([training_flops(config, width, float(np.sum(batch["masked_lm_weights"] > 0)) / size)
+                         for batch, width in zip(timed, widths)])
+    rate = size / seconds
+    label = "full width" if groups == 0 else "padding-aware"
+    share = f"{rate * flops / limit:>8.0%}" if "masked_lm_weights" in timed[0] else f"{'n/a':>8}"
+    line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {seconds * 1000:>9.1f} "
+            f"{rate:>10.1f} {share} {pipeline:>10.0f}")
+    if args.profile:
+        from bert4rec_tf.profiling import profile_steps
+
+        shares = profile_steps(lambda: model.train_on_batch(timed[0]), steps=3)
+        total = sum(shares.values()) or 1.0
+        line += "\n" + "\n".join(f"    {name:<34} {value / total:>6.1%}" for name, value in shares.items() if value)
+    return line
+
+
+def main_real(args: argparse.Namespace, limit: float) -> None:
+    """The --real table: each data set, padding-aware batches and full-width ones, side by side."""
+    from bert4rec_tf.config import TrainConfig
+
+    header = (f"{'dataset':<8} {'model':<15} {'batches':<14} {'width':>6} {'ms/step':>9} {'samples/s':>10} "
+              f"{'of limit':>8} {'input/s':>10}")
+    print(f"real batches: --model {args.model}, --recipe {args.recipe}")
+    print(header)
+    print("-" * len(header))
+    aware = "length_groups" in {field.name for field in dataclasses.fields(TrainConfig)}
+    for dataset in args.datasets:
+        for groups in ((None, 0) if aware else (0,)):
+            print(time_real(args, dataset, limit, groups), flush=True)
+
+
 def onednn_enabled() -> bool:
     """Whether TensorFlow runs its oneDNN kernels in this process."""
     try:
@@ -195,6 +309,12 @@ def onednn_enabled() -> bool:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     limit = float32_limit()
+    if args.real:
+        print(f"keras {keras.__version__}, tensorflow {tf.__version__}, oneDNN {'on' if onednn_enabled() else 'off'}, "
+              f"{os.cpu_count()} CPUs; float32 limit: a 2048^3 matrix product runs at {limit / 1e9:.0f} GFLOP/s")
+        main_real(args, limit)
+        return
+    args.batch_size = args.batch_size or 256
     header = (f"{'dataset':<8} {'packing':<8} {'xla':<4} {'precision':<15} {'real/slots':>10} "
               f"{'ms/step':>9} {'samples/s':>10} {'of limit':>9}")
     recbole = args.recbole is not None
