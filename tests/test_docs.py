@@ -4,7 +4,8 @@
   is a flag of that script, and so is every flag of a flag table under a heading naming the script.
 - Every flag a script defines is documented: in a command line of that script, or in a section whose
   heading names the script. Adding a flag therefore only needs its line in the script's flag table.
-- A flag table's default, when written as one code literal, is the script's default.
+- A flag table (`| flag | default | ... |`) names each default the code has as a code literal, and
+  names none (a single literal) where the code has none.
 - Every ```bash command that runs a run_scripts/*.py script parses: absl scripts through absl's flag
   parser (required flags and enum values checked), argparse scripts through their own parser. Nothing
   is run: one subprocess imports the scripts without running their main and parses the commands.
