@@ -12,7 +12,7 @@ training samples/s) and hidden_size (d 16 ... 256).
 
 Each run is an ordinary model directory, `<out>/runs/<dataset>-<setting>`, trained by train.py
 (evaluate.py and TensorBoard read it). Re-running the same command skips finished runs and resumes
-unfinished ones. The runs use --recipe (default cpu-30m; README, Short-budget recipes) with
+unfinished ones. The runs use --recipe (default cpu-30m; docs/training.md) with
 --budget as each run's time budget, or --train_steps steps. The report (`report.md`, `report.csv`
 and PNG figures) is rewritten after every run.
 """

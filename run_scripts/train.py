@@ -19,7 +19,8 @@ from bert4rec_tf import cli
 from bert4rec_tf.config import RECIPES
 
 cli.define_data_flags()
-flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>).")
+flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>, or runs/<dataset>-<model> "
+                    "for another --model).")
 flags.DEFINE_integer("train_steps", None, "Override train.train_steps.")
 flags.DEFINE_integer("batch_size", None, "Override train.batch_size.")
 flags.DEFINE_float("learning_rate", None, "Override train.learning_rate.")
@@ -31,8 +32,8 @@ flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time 
                     "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
 flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings for a short run on a CPU, applied to the preset "
                   "before the other flags: cpu-30m, cpu-1h and cpu-2h (a time budget with the batch, rate, masking, "
-                  "dropout, warm-up and length chosen for each data set), paper (the preset as it is). See README, "
-                  "Short-budget recipes.")
+                  "dropout, warm-up and length chosen for each data set), paper (the preset as it is). See "
+                  "docs/training.md.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
 flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
