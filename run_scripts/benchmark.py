@@ -90,7 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="time the training step on real prepared batches (see --recipe, --source_files)")
     parser.add_argument("--model", default="bert4rec", help="--real: the model preset (bert4rec, sasrec, ...)")
     parser.add_argument("--recipe", default="cpu-1h", help="--real: the recipe whose settings the batches have")
-    parser.add_argument("--source_files", type=_source_files, default={},
+    parser.add_argument("--source_files", type=_source_files, default=None,
                         help="--real: dataset=path pairs, comma separated, of the files to prepare")
     parser.add_argument("--data_dir", default=None, help="--real: the cache of prepared data")
     parser.add_argument("--profile", action="store_true",
@@ -232,7 +232,7 @@ def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> 
     config.train.batch_size = args.batch_size or config.train.batch_size
     if groups is not None:
         config.train.length_groups = groups
-    prepared = prepare(config.data, args.data_dir, args.source_files.get(dataset), progress=False)
+    prepared = prepare(config.data, args.data_dir, (args.source_files or {}).get(dataset), progress=False)
     config.model.vocab_size = int(prepared.metadata["vocab_size"])
     config.model.max_len = config.data.max_len
     train = training_sequences(prepared.sequences(), config.data.split)
