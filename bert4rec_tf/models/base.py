@@ -9,7 +9,8 @@ TensorBoard and the checkpoints only use what is declared here:
 - `history_inputs(history)`: how a raw history becomes the model's input;
 - `score_next(history)`: scores of every vocabulary entry as the next item, [batch, vocab_size];
 - `user_representation(history)`: the user vector the model scores with, [batch, d];
-- `call(features)` and `compute_loss(x, y_pred)`: the training forward pass and loss;
+- `call(features)` and `compute_loss(x, y_pred)`: the training forward pass and loss, and
+  `training_loss(features)`, the two together in the training step (a model may fuse them);
 - `fit_statistics(train_sequences)`: counts a model takes from the training data before training.
 
 `history` is int [batch, L] model item ids, oldest first, any L; 0 (padding or an unknown id) may
@@ -69,6 +70,11 @@ class SequentialRecommender(keras.Model):
     def fit_statistics(self, train_sequences: list) -> None:
         """Takes what the model needs from the training sequences (nothing by default)."""
 
+    def training_loss(self, features: dict, labels=None):
+        """The loss of one training batch with dropout on: `compute_loss` of `self(features, training=True)`
+        (a model may compute the same value faster, e.g. BERT4Rec's fused head and loss)."""
+        return self.compute_loss(x=features, y=labels, y_pred=self(features, training=True))
+
     def loss_terms(self, features):
         """The number of terms the loss of this batch averages (None: unknown; the replicas of a
         distributed step then weigh equally)."""
@@ -106,8 +112,7 @@ class SequentialRecommender(keras.Model):
             total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, terms)
             share = tf.math.divide_no_nan(terms, total)
         with tf.GradientTape() as tape:
-            predictions = self(features, training=True)
-            loss = self.compute_loss(x=features, y=labels, y_pred=predictions)
+            loss = self.training_loss(features, labels)
             scaled = self.optimizer.scale_loss(loss * share)
         gradients = tape.gradient(scaled, self.trainable_variables)
         # Lookups give IndexedSlices whose rows may repeat (an item twice in a batch, the position rows

@@ -9,7 +9,7 @@ from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
 from bert4rec_tf.models.base import SequentialRecommender, run_blocks, transformer_blocks
 from bert4rec_tf.models.history import last_items
-from bert4rec_tf.models.losses import masked_lm_loss
+from bert4rec_tf.models.losses import masked_lm_loss, tied_softmax_cross_entropy, weighted_mean
 
 
 def real_slot_indices(masked_lm_weights, capacity: int | None = None):
@@ -153,16 +153,47 @@ class BERT4Rec(SequentialRecommender):
         """
         return self._masked_logits(features, self.encode(features, training=training))
 
-    def _masked_logits(self, features: dict, sequence_output):
-        """Logits at the masked positions of sequence_output [batch, seq, hidden] (see `call`)."""
+    def _slot_positions(self, features: dict, seq_len):
+        """Row-major positions into [batch * seq_len] of the masked slots: [batch, P], or when
+        `packed` [num_real] (or [packed_capacity])."""
         positions = ops.cast(features["masked_lm_positions"], "int32")
-        flat_positions = _flat_positions(positions, ops.shape(sequence_output)[1])  # [batch, P]
+        flat_positions = _flat_positions(positions, seq_len)  # [batch, P]
         if self.packed:
             flat_positions = ops.take(
                 ops.reshape(flat_positions, (-1,)),
                 real_slot_indices(features["masked_lm_weights"], self.packed_capacity),
             )  # [num_real] or [packed_capacity]
-        return self._logits_at(sequence_output, flat_positions)
+        return flat_positions
+
+    def _masked_logits(self, features: dict, sequence_output):
+        """Logits at the masked positions of sequence_output [batch, seq, hidden] (see `call`)."""
+        return self._logits_at(sequence_output, self._slot_positions(features, ops.shape(sequence_output)[1]))
+
+    def training_loss(self, features: dict, labels=None):
+        """The training step's loss, equal to `compute_loss(features, labels, self(features, training=True))`,
+        computed without forming the logits' gradient (`tied_softmax_cross_entropy`)."""
+        return self._masked_loss(features, labels, self.encode(features, training=True))
+
+    def _masked_loss(self, features: dict, labels, sequence_output):
+        """The masked-item loss of `compute_loss` from the sequence output [batch, seq, hidden], fused."""
+        flat_positions = ops.reshape(self._slot_positions(features, ops.shape(sequence_output)[1]), (-1,))
+        flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
+        hidden = self.head.transform_hidden(ops.cast(ops.take(flat_output, flat_positions, axis=0), "float32"))
+        labels, weights = self._slot_targets(features, labels)
+        vocab = self.model_config.vocab_size
+        losses = tied_softmax_cross_entropy(hidden, self.embedding.item_embeddings[:vocab],
+                                            self.head.output_bias[:vocab], ops.reshape(labels, (-1,)))
+        return weighted_mean(losses, ops.reshape(weights, (-1,)))
+
+    def _slot_targets(self, features: dict, labels=None):
+        """(true items, weights) of the masked slots, laid out as `_slot_positions`."""
+        labels = features["masked_lm_ids"] if labels is None else labels
+        weights = features["masked_lm_weights"]
+        if self.packed:
+            index = real_slot_indices(weights, self.packed_capacity)
+            labels = ops.take(ops.reshape(labels, (-1,)), index)  # [num_real]
+            weights = ops.take(ops.reshape(weights, (-1,)), index)  # [num_real]
+        return ops.cast(labels, "int32"), weights
 
     @property
     def mask_token(self) -> int:
@@ -234,12 +265,7 @@ class BERT4Rec(SequentialRecommender):
         Returns:
             Scalar float32 loss.
         """
-        labels = x["masked_lm_ids"] if y is None else y
-        weights = x["masked_lm_weights"]
-        if self.packed:
-            index = real_slot_indices(weights, self.packed_capacity)
-            labels = ops.take(ops.reshape(labels, (-1,)), index)  # [num_real]
-            weights = ops.take(ops.reshape(weights, (-1,)), index)  # [num_real]
+        labels, weights = self._slot_targets(x, y)
         return masked_lm_loss(labels, y_pred, weights)
 
     def get_config(self) -> dict:

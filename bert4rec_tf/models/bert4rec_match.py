@@ -67,11 +67,19 @@ class BERT4RecMatch(BERT4Rec):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Masked-item loss + matching loss (see the class docstring)."""
         logits, user = y_pred
-        positive = ops.cast(x["match_positive"][:, 0], "int32")  # [batch]
-        match = matching_loss(user, self.embedding.item_embeddings, positive,
-                              ops.cast(x["match_negatives"], "int32"), self.model_config.match_scale,
-                              weights=ops.cast(positive > 0, "float32"))
-        return super().compute_loss(x=x, y=y, y_pred=logits) + match
+        return super().compute_loss(x=x, y=y, y_pred=logits) + self._matching_loss(x, user)
+
+    def training_loss(self, features: dict, labels=None):
+        """`compute_loss` of the training forward pass, the masked-item part fused (see `BERT4Rec`)."""
+        hidden, user, _ = self._encode_with_user(features, training=True)
+        return self._masked_loss(features, labels, hidden) + self._matching_loss(features, user)
+
+    def _matching_loss(self, features: dict, user):
+        """The matching loss of H_1 `user` [batch, hidden] (see the class docstring)."""
+        positive = ops.cast(features["match_positive"][:, 0], "int32")  # [batch]
+        return matching_loss(user, self.embedding.item_embeddings, positive,
+                             ops.cast(features["match_negatives"], "int32"), self.model_config.match_scale,
+                             weights=ops.cast(positive > 0, "float32"))
 
     def user_representation(self, history, training=None):
         """H_1, the output at [UID], float32 [batch, hidden_size]."""

@@ -95,3 +95,48 @@ def test_fused_cross_entropy_against_numpy_values_and_gradient(scale):
         total = tf.reduce_sum(losses * tf.constant(upstream, tf.float32))
     np.testing.assert_allclose(losses.numpy(), expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(tape.gradient(total, z).numpy(), expected_gradient, atol=1e-6)
+
+
+def test_tied_cross_entropy_against_numpy_values_and_gradients():
+    from bert4rec_tf.models.losses import tied_softmax_cross_entropy
+
+    rng = np.random.default_rng(7)
+    hidden, table, bias = rng.normal(size=(6, 4)), rng.normal(size=(9, 4)) * 2, rng.normal(size=9)
+    labels = np.array([3, 3, 0, 8, 5, 3])  # a repeated label: its row of the table gets every share
+    upstream = rng.random(6)
+    logits = hidden @ table.T + bias
+    softmax = np.exp(logits - logits.max(1, keepdims=True))
+    softmax /= softmax.sum(1, keepdims=True)
+    expected = -np.log(softmax[np.arange(6), labels])
+    d_logits = (softmax - np.eye(9)[labels]) * upstream[:, None]
+    variables = [tf.constant(v, tf.float32) for v in (hidden, table, bias)]
+    with tf.GradientTape() as tape:
+        tape.watch(variables)
+        losses = tied_softmax_cross_entropy(*variables, tf.constant(labels, tf.int32))
+        total = tf.reduce_sum(losses * tf.constant(upstream, tf.float32))
+    grads = tape.gradient(total, variables)
+    np.testing.assert_allclose(losses.numpy(), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(grads[0].numpy(), d_logits @ table, atol=1e-5)
+    np.testing.assert_allclose(grads[1].numpy(), d_logits.T @ hidden, atol=1e-5)
+    np.testing.assert_allclose(grads[2].numpy(), d_logits.sum(0), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["bert4rec", "bert4rec_match"])
+def test_the_fused_training_loss_equals_compute_loss_with_the_same_gradients(name):
+    import keras
+
+    from tests.models.test_relatives import config, training_batch
+    from bert4rec_tf.models import build_model
+
+    model = build_model(config(name, hidden_dropout=0.0, attention_dropout=0.0))
+    batch = {key: tf.constant(value) for key, value in training_batch(name).items()}
+    results = []
+    for loss in (lambda: model.training_loss(batch),
+                 lambda: model.compute_loss(x=batch, y_pred=model(batch, training=True))):
+        with tf.GradientTape() as tape:
+            value = loss()
+        grads = tape.gradient(value, model.trainable_variables)
+        results.append((float(value), [keras.ops.convert_to_numpy(tf.convert_to_tensor(g)) for g in grads]))
+    assert np.isclose(results[0][0], results[1][0], rtol=1e-6)
+    for fused, plain in zip(results[0][1], results[1][1]):
+        np.testing.assert_allclose(fused, plain, rtol=1e-4, atol=1e-6)
