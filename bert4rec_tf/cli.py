@@ -1,13 +1,18 @@
-"""Helpers shared by the command-line tools in run_scripts/: configuration, errors, printing."""
+"""Helpers shared by the command-line tools (bert4rec_tf/scripts/): flags, configuration, errors, printing.
+
+Nothing here imports TensorFlow: a command parses its flags (and answers `--help`) before it loads
+TensorFlow.
+"""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import re
 import sys
 from typing import Callable
 
-from absl import flags
+from absl import app, flags
 
 from bert4rec_tf.config import MODEL_PRESETS, RECIPES, ExperimentConfig, preset, recipe_overrides
 from bert4rec_tf.data.errors import DataError
@@ -29,14 +34,45 @@ def define_data_flags() -> None:
     flags.mark_flag_as_required("dataset")
 
 
-def absl_main(run: Callable[[], None]) -> Callable[[list[str]], int]:
-    """An `absl.app.run` entry point that runs `run` through `guarded`."""
+# absl's help flags, spelled as on the command line without dashes and value.
+_HELP_FLAGS = ("help", "h", "?", "helpshort", "helpfull", "helpxml")
 
-    def main(argv: list[str]) -> int:
-        del argv
-        return guarded(run)
 
-    return main
+def run_absl_command(run: Callable[[], None], module: str) -> None:
+    """Parses the flags with absl, runs `run` through `guarded` and exits with its status.
+
+    `--help` prints the docstring of the command's module `module` with its own flags and the shared
+    ones (data flags, --debug), and exits with status 0 (absl's help flags exit with 1).
+
+    Args:
+        run: the command's work, reading `flags.FLAGS`.
+        module: the `__name__` of the module that defines the command's flags.
+    """
+    sys.modules["__main__"].__doc__ = sys.modules[module].__doc__
+    for name in (module, __name__):
+        for flag in flags.FLAGS.get_flags_for_module(name):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    try:
+        app.run(lambda argv: guarded(run))
+    except SystemExit as exit:
+        if exit.code == 1 and _asks_for_help(sys.argv[1:]):
+            sys.exit(0)
+        raise
+
+
+def _asks_for_help(argv: list[str]) -> bool:
+    """Whether the command line (before any `--`) holds one of absl's help flags."""
+    arguments = argv[:argv.index("--")] if "--" in argv else argv
+    return any(argument.startswith("-") and argument.lstrip("-").split("=")[0] in _HELP_FLAGS
+               for argument in arguments)
+
+
+def argument_parser(doc: str) -> argparse.ArgumentParser:
+    """An argparse parser whose `--help` shows `doc` (the command's docstring, with its examples) as
+    written; `--helpfull` is an alias of `--help`, as in the absl commands."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--helpfull", action="help", help=argparse.SUPPRESS)
+    return parser
 
 
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
