@@ -109,7 +109,8 @@ class TrainConfig:
 
     `time_budget` (seconds, 0: none) trains until that much wall-clock time of training and
     validation has passed, with the learning-rate schedule fitted to the steps the budget affords;
-    `train_steps` then only caps the steps.
+    `train_steps` then only caps the steps. `recipe` records the name of `RECIPES` whose settings the
+    run started from (before the command's own overrides); "paper": the preset as it is.
     """
 
     batch_size: int = 256
@@ -120,6 +121,7 @@ class TrainConfig:
     clip_norm: float = constants.CLIP_NORM
     dynamic_masking: bool = False
     time_budget: float = 0.0
+    recipe: str = "paper"
 
 
 @dataclasses.dataclass
@@ -198,6 +200,7 @@ class ExperimentConfig:
                  "a positive finite number")
         _require(math.isfinite(train.time_budget) and train.time_budget >= 0, "time_budget", train.time_budget,
                  "a finite number of seconds >= 0")
+        _require(train.recipe in RECIPES, "recipe", train.recipe, f"one of {', '.join(RECIPES)}")
 
     def override(self, key: str, value: Any) -> None:
         """Sets `section.field` (or a field name unique across sections) to `value`.
@@ -218,7 +221,8 @@ class ExperimentConfig:
 
 
 # Fields with a flag of their own in run_scripts/train.py; the others are set with --config.
-_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget")
+_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget",
+                "recipe")
 
 
 def _require(condition: bool, field: str, value: Any, expected: str) -> None:

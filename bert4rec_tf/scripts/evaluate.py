@@ -26,7 +26,7 @@ def _run() -> None:
 
 
 def main() -> None:
-    """The `bert4rec-evaluate` command (also `bert4rec-evaluate`)."""
+    """The `bert4rec-evaluate` command (also `python run_scripts/evaluate.py` in a checkout)."""
     cli.run_absl_command(_run, __name__)
 
 

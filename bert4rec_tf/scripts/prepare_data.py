@@ -39,7 +39,7 @@ def _run() -> None:
 
 
 def main() -> None:
-    """The `bert4rec-prepare-data` command (also `bert4rec-prepare-data`)."""
+    """The `bert4rec-prepare-data` command (also `python run_scripts/prepare_data.py` in a checkout)."""
     cli.run_absl_command(_run, __name__)
 
 

@@ -125,7 +125,7 @@ def _run() -> None:
 
 
 def main() -> None:
-    """The `bert4rec-recommend` command (also `bert4rec-recommend`)."""
+    """The `bert4rec-recommend` command (also `python run_scripts/recommend.py` in a checkout)."""
     cli.run_absl_command(_run, __name__)
 
 

@@ -28,10 +28,11 @@ flags.DEFINE_enum("loss", None, ["bce", "ce"], "SASRec's loss: bce (the paper's,
                   "ce (softmax over all items). Override model.loss.")
 flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time has passed (e.g. 2h, 30m, "
                     "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
-flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings for a short run on a CPU, applied to the preset "
-                  "before the other flags: cpu-30m, cpu-1h and cpu-2h (a time budget with the batch, rate, masking, "
-                  "dropout, warm-up and length chosen for each data set), paper (the preset as it is). See README, "
-                  "Short-budget recipes.")
+flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings applied to the preset before the other flags: "
+                  "cpu-30m, cpu-1h and cpu-2h (a time budget with the batch, rate, masking, dropout, warm-up and "
+                  f"length chosen for each data set), paper (the preset as it is). Default: the recipe the run's "
+                  f"config.json records when it resumes, else {cli.GPU_DEFAULT_RECIPE} with a GPU and "
+                  f"{cli.CPU_DEFAULT_RECIPE} without. See README, Short-budget recipes.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
 flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
@@ -47,9 +48,12 @@ def _run() -> None:
             overrides.append(f"{name}={getattr(FLAGS, name)}")
     if FLAGS.time_budget is not None:
         overrides.append(f"time_budget={cli.parse_duration(FLAGS.time_budget)}")
-    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model, FLAGS.recipe)
     model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset if FLAGS.model == "bert4rec"
                                                 else f"{FLAGS.dataset}-{FLAGS.model}")
+    recipe, reason = (FLAGS.recipe, "given") if FLAGS.recipe else cli.default_recipe(FLAGS.dataset, FLAGS.model,
+                                                                                          model_dir)
+    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model, recipe)
+    print(cli.recipe_notice(config, FLAGS.model, reason), flush=True)
 
     from bert4rec_tf.evaluation.evaluator import format_table
     from bert4rec_tf.training.trainer import split_cpu, train_and_evaluate
@@ -63,7 +67,7 @@ def _run() -> None:
 
 
 def main() -> None:
-    """The `bert4rec-train` command (also `bert4rec-train`)."""
+    """The `bert4rec-train` command (also `python run_scripts/train.py` in a checkout)."""
     cli.run_absl_command(_run, __name__)
 
 

@@ -25,7 +25,7 @@ TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "mode
 
 def train(source, data_dir, model_dir, *extra, steps=10, eval_every=5):
     args = [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty",
-            "--source_file", source, "--data_dir", data_dir, "--model_dir", model_dir, *TINY,
+            "--source_file", source, "--data_dir", data_dir, "--model_dir", model_dir, "--recipe", "paper", *TINY,
             "--train_steps", str(steps), "--eval_every", str(eval_every), *extra]
     return subprocess.run(args, capture_output=True, text=True, timeout=600)
 
