@@ -7,6 +7,7 @@ TensorFlow.
 from __future__ import annotations
 
 import argparse
+import codecs
 import logging
 import os
 import re
@@ -31,6 +32,9 @@ def define_data_flags() -> None:
                         "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
     flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
     flags.DEFINE_integer("seed", None, "Seed of every random choice (default: the preset's).")
+    flags.DEFINE_string("encoding", None, "Text encoding of --source_file (default utf-8, with or without "
+                        "byte-order mark), e.g. latin-1 or cp1252. Bytes it cannot decode are an error naming the "
+                        "line and byte offset; they are never replaced.")
     flags.DEFINE_multi_string("config", [], "Override a preset field, e.g. --config dupe_factor=5 "
                               "--config model.num_layers=3.")
     flags.mark_flag_as_required("dataset")
@@ -78,10 +82,12 @@ def argument_parser(doc: str) -> argparse.ArgumentParser:
 
 
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
-                      model: str = "bert4rec", recipe: str | None = None) -> ExperimentConfig:
+                      model: str = "bert4rec", recipe: str | None = None,
+                      encoding: str | None = None) -> ExperimentConfig:
     """The preset of `model` on `dataset`, then the recipe's settings, then the `key=value` overrides
-    (and the seed): a flag given on the command line wins over the recipe. `train.recipe` records the
-    recipe (None: "paper", the preset as it is).
+    (and the seed and encoding): a flag given on the command line wins over the recipe.
+    `train.recipe` records the recipe (None: "paper", the preset as it is); `data.encoding` is
+    Python's own name of the encoding (latin-1 and latin1 both give iso8859-1).
 
     Raises:
         ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
@@ -100,7 +106,10 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
         config.override(key.strip(), value)
     if seed is not None:
         config.override("data.seed", seed)
+    if encoding is not None:
+        config.override("data.encoding", encoding)
     config.validate()
+    config.data.encoding = codecs.lookup(config.data.encoding).name
     return config
 
 

@@ -19,12 +19,13 @@ FLAGS = flags.FLAGS
 def _run() -> None:
     from bert4rec_tf.data import prepare as prepare_lib
 
-    config = cli.experiment_config(FLAGS.dataset, FLAGS.config, FLAGS.seed, FLAGS.model)
+    config = cli.experiment_config(FLAGS.dataset, FLAGS.config, FLAGS.seed, FLAGS.model, encoding=FLAGS.encoding)
     data_dir = FLAGS.data_dir or prepare_lib.default_data_dir()
     if FLAGS.stats:
         from bert4rec_tf.data.tfds_builders import load_user_sequences
 
-        sequences, builder = load_user_sequences(config.data.dataset, data_dir, FLAGS.source_file)
+        sequences, builder = load_user_sequences(config.data.dataset, data_dir, FLAGS.source_file,
+                                                 config.data.encoding)
         cli.print_stats(config.data.dataset, sequences.stats(), dict(builder.info.metadata or {}))
         print(f"per-user data (TFDS): {builder.data_dir}")
         return

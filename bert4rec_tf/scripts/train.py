@@ -52,7 +52,7 @@ def _run() -> None:
                                                 else f"{FLAGS.dataset}-{FLAGS.model}")
     recipe, reason = (FLAGS.recipe, "given") if FLAGS.recipe else cli.default_recipe(FLAGS.dataset, FLAGS.model,
                                                                                           model_dir)
-    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model, recipe)
+    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model, recipe, FLAGS.encoding)
     print(cli.recipe_notice(config, FLAGS.model, reason), flush=True)
 
     from bert4rec_tf.evaluation.evaluator import format_table
