@@ -17,9 +17,9 @@ from typing import Callable
 from absl import app, flags
 
 from bert4rec_tf.config import MODEL_PRESETS, RECIPES, ExperimentConfig, preset, recipe_overrides
-from bert4rec_tf.files import read_json
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
+from bert4rec_tf.files import read_json
 
 flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.")
 
@@ -138,7 +138,7 @@ def default_recipe(dataset: str, model: str, model_dir: str) -> tuple[str, str]:
     Raises:
         ValueError: for an unknown data set or model (before TensorFlow is imported).
     """
-    preset(dataset, model)
+    preset(dataset, model)  # an unknown name fails here, before TensorFlow loads
     config_file = os.path.join(model_dir, "config.json")
     if os.path.isfile(os.path.join(model_dir, "checkpoints", "state.json")) and os.path.isfile(config_file):
         recorded = read_json(config_file, "run configuration").get("train", {}).get("recipe")

@@ -2,6 +2,7 @@
 
     bert4rec-prepare-data --dataset ml-1m [--data_dir D] [--seed S] [--source_file F]
     bert4rec-prepare-data --dataset beauty --source_file beauty.txt.gz --stats
+    bert4rec-prepare-data --dataset custom --source_file mine.csv --encoding latin-1 --stats
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
     bert4rec-recommend --model_dir runs/ml1m --history "1 2 3"
     bert4rec-recommend --model_dir runs/beauty --history "B0001,B0002" --separator ,
     bert4rec-recommend --model_dir runs/beauty --history_file history.txt
-    bert4rec-recommend --model_dir runs/ml1m-orig --history "1193 661" \
+    bert4rec-recommend --model_dir runs/ml1m-orig --history "1193 661" \\
         --titles ../shared/datasets/ml-1m/movies.dat.gz
-    bert4rec-recommend --model_dir runs/ml1m --history "1 2 3" \
+    bert4rec-recommend --model_dir runs/ml1m --history "1 2 3" \\
         --titles ../shared/datasets/ml-1m/movies.dat.gz --id_map ../shared/datasets/ml-1m/sas_to_original_items.txt.gz
 The history is the data set's raw item ids, oldest first, from exactly one of --history (split at
 runs of whitespace, or at --separator) and --history_file (one id a line, UTF-8, escaped as in the

@@ -1,7 +1,7 @@
 """Reruns a paper's experiment and writes a report beside the published numbers.
 
-    bert4rec-reproduce table2 --datasets ml-1m,beauty --budget 20m --out reports/table2 \
-        --source_file ml-1m=../shared/datasets/ml-1m/ml-1m.txt.gz \
+    bert4rec-reproduce table2 --datasets ml-1m,beauty --budget 20m --out reports/table2 \\
+        --source_file ml-1m=../shared/datasets/ml-1m/ml-1m.txt.gz \\
         --source_file beauty=../shared/datasets/beauty/beauty.txt.gz
     bert4rec-reproduce ablation --datasets ml-1m --budget 10m --out reports/ablation --dry_run
 

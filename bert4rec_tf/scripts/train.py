@@ -3,9 +3,12 @@
     bert4rec-train --dataset beauty
     bert4rec-train --dataset ml-1m --model sasrec --loss ce
     bert4rec-train --dataset ml-1m --recipe cpu-2h
-    bert4rec-train --dataset ml-1m --source_file ml-1m.txt.gz --model_dir runs/ml1m \
+    bert4rec-train --dataset ml-1m --source_file ml-1m.txt.gz --model_dir runs/ml1m \\
         --train_steps 20000 --batch_size 128 --learning_rate 1e-3
-Re-running the same command continues from the last checkpoint.
+    bert4rec-train --dataset custom --source_file mine.csv --encoding latin-1
+Without --recipe a run trains with the cpu-30m recipe (30 minutes) when TensorFlow sees no GPU, and
+with the paper's settings (--recipe paper) when it sees one; the first line printed says which.
+Re-running the same command continues from the last checkpoint, with the recipe the run started with.
 """
 
 from __future__ import annotations
