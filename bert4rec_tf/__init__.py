@@ -1,7 +1,10 @@
 """BERT4Rec in TensorFlow 2 / Keras 3: data preparation, model, training, evaluation and export.
 
-Importing the package registers its Keras classes, so `keras.saving.load_model(path, safe_mode=True)`
-reads a saved model once `bert4rec_tf` is imported.
+Importing the package itself loads no TensorFlow, so the command-line tools parse their flags and
+print `--help` at once. The Keras classes are registered when `bert4rec_tf.models` (layers and
+models) and `bert4rec_tf.training.optimization` (optimizer and schedule) are imported;
+`register_keras_objects()` imports both, after which `keras.saving.load_model(path, safe_mode=True)`
+reads a saved `model.keras`.
 """
 
 __version__ = "0.1.0"
@@ -14,5 +17,14 @@ import os as _os
 # TF_ENABLE_ONEDNN_OPTS=0 in the environment still turns them off.
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-from bert4rec_tf import models as _models  # noqa: E402,F401  (registers the layers and the model)
-from bert4rec_tf.training import optimization as _optimization  # noqa: E402,F401  (the schedule)
+
+def register_keras_objects() -> None:
+    """Registers the package's Keras classes (imports TensorFlow).
+
+    Example:
+        >>> import bert4rec_tf, keras
+        >>> bert4rec_tf.register_keras_objects()
+        >>> model = keras.saving.load_model("runs/ml-1m/model.keras", safe_mode=True)
+    """
+    from bert4rec_tf import models  # noqa: F401  (the layers and models)
+    from bert4rec_tf.training import optimization  # noqa: F401  (the optimizer and its schedule)

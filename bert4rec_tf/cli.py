@@ -1,17 +1,25 @@
-"""Helpers shared by the command-line tools in run_scripts/: configuration, errors, printing."""
+"""Helpers shared by the command-line tools (bert4rec_tf/scripts/): flags, configuration, errors, printing.
+
+Nothing here imports TensorFlow: a command parses its flags (and answers `--help`) before it loads
+TensorFlow.
+"""
 
 from __future__ import annotations
 
+import argparse
+import codecs
 import logging
+import os
 import re
 import sys
 from typing import Callable
 
-from absl import flags
+from absl import app, flags
 
 from bert4rec_tf.config import MODEL_PRESETS, RECIPES, ExperimentConfig, preset, recipe_overrides
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
+from bert4rec_tf.files import read_json
 
 flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.")
 
@@ -24,42 +32,151 @@ def define_data_flags() -> None:
                         "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
     flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
     flags.DEFINE_integer("seed", None, "Seed of every random choice (default: the preset's).")
+    flags.DEFINE_string("encoding", None, "Text encoding of --source_file (default utf-8, with or without "
+                        "byte-order mark), e.g. latin-1 or cp1252. Bytes it cannot decode are an error naming the "
+                        "line and byte offset; they are never replaced.")
     flags.DEFINE_multi_string("config", [], "Override a preset field, e.g. --config dupe_factor=5 "
                               "--config model.num_layers=3.")
     flags.mark_flag_as_required("dataset")
 
 
-def absl_main(run: Callable[[], None]) -> Callable[[list[str]], int]:
-    """An `absl.app.run` entry point that runs `run` through `guarded`."""
+# absl's help flags, spelled as on the command line without dashes and value.
+_HELP_FLAGS = ("help", "h", "?", "helpshort", "helpfull", "helpxml")
 
-    def main(argv: list[str]) -> int:
-        del argv
-        return guarded(run)
 
-    return main
+def run_absl_command(run: Callable[[], None], module: str) -> None:
+    """Parses the flags with absl, runs `run` through `guarded` and exits with its status.
+
+    `--help` prints the docstring of the command's module `module` with its own flags and the shared
+    ones (data flags, --debug), and exits with status 0 (absl's help flags exit with 1).
+
+    Args:
+        run: the command's work, reading `flags.FLAGS`.
+        module: the `__name__` of the module that defines the command's flags.
+    """
+    sys.modules["__main__"].__doc__ = sys.modules[module].__doc__
+    for name in (module, __name__):
+        for flag in flags.FLAGS.get_flags_for_module(name):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    try:
+        app.run(lambda argv: guarded(run))
+    except SystemExit as exit:
+        if exit.code == 1 and _asks_for_help(sys.argv[1:]):
+            sys.exit(0)
+        raise
+
+
+def _asks_for_help(argv: list[str]) -> bool:
+    """Whether the command line (before any `--`) holds one of absl's help flags."""
+    arguments = argv[:argv.index("--")] if "--" in argv else argv
+    return any(argument.startswith("-") and argument.lstrip("-").split("=")[0] in _HELP_FLAGS
+               for argument in arguments)
+
+
+def argument_parser(doc: str) -> argparse.ArgumentParser:
+    """An argparse parser whose `--help` shows `doc` (the command's docstring, with its examples) as
+    written; `--helpfull` is an alias of `--help`, as in the absl commands."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--helpfull", action="help", help=argparse.SUPPRESS)
+    return parser
 
 
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
-                      model: str = "bert4rec", recipe: str | None = None) -> ExperimentConfig:
+                      model: str = "bert4rec", recipe: str | None = None,
+                      encoding: str | None = None) -> ExperimentConfig:
     """The preset of `model` on `dataset`, then the recipe's settings, then the `key=value` overrides
-    (and the seed): a flag given on the command line wins over the recipe.
+    (and the seed and encoding): a flag given on the command line wins over the recipe.
+    `train.recipe` records the recipe (None: "paper", the preset as it is); `data.encoding` is
+    Python's own name of the encoding (latin-1 and latin1 both give iso8859-1).
 
     Raises:
         ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
-            out of range.
+            out of range, or an override of `train.recipe` (the recipe is chosen with `--recipe`).
     """
     config = preset(dataset, model)
-    for key, value in (recipe_overrides(recipe, dataset) if recipe else {}).items():
+    for key, value in recipe_overrides(recipe or "paper", dataset).items():
         config.override(key, value)
+    config.train.recipe = recipe or "paper"
     for override in overrides:
         if "=" not in override:
             raise ValueError(f"override {override!r} is not key=value")
         key, value = override.split("=", 1)
+        if key.strip() in ("recipe", "train.recipe"):
+            raise ValueError(f"--config {key.strip()} records the recipe of a run: choose it with --recipe")
         config.override(key.strip(), value)
     if seed is not None:
         config.override("data.seed", seed)
+    if encoding is not None:
+        config.override("data.encoding", encoding)
     config.validate()
+    config.data.encoding = codecs.lookup(config.data.encoding).name
     return config
+
+
+# The recipe of a training command that names none: with a GPU the paper's settings; without one,
+# a run that ends within about an hour on a 2-core machine, preparation, test and export included
+# (the budget counts training and validation only; Beauty's 30 minutes reach test pop-100 HR@10
+# 0.283, its hour 0.288: README, "Time-budget runs with the recipes").
+GPU_DEFAULT_RECIPE = "paper"
+CPU_DEFAULT_RECIPE = "cpu-30m"
+
+
+def gpu_available() -> bool:
+    """Whether TensorFlow sees a GPU (this imports TensorFlow)."""
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def default_recipe(dataset: str, model: str, model_dir: str) -> tuple[str, str]:
+    """The recipe of a training command without `--recipe`, and why, for the line that says so.
+
+    A run folder that has trained keeps the recipe its config.json records (a resumed run does not
+    change recipe); otherwise `GPU_DEFAULT_RECIPE` when TensorFlow sees a GPU, else
+    `CPU_DEFAULT_RECIPE`.
+
+    Raises:
+        ValueError: for an unknown data set or model (before TensorFlow is imported).
+    """
+    preset(dataset, model)  # an unknown name fails here, before TensorFlow loads
+    config_file = os.path.join(model_dir, "config.json")
+    if os.path.isfile(os.path.join(model_dir, "checkpoints", "state.json")) and os.path.isfile(config_file):
+        recorded = read_json(config_file, "run configuration").get("train", {}).get("recipe")
+        if recorded:
+            return recorded, f"recorded in {config_file}: the run goes on as it started"
+    if gpu_available():
+        return GPU_DEFAULT_RECIPE, "the default with a GPU"
+    return CPU_DEFAULT_RECIPE, "the default without a GPU"
+
+
+def recipe_notice(config: ExperimentConfig, model: str, reason: str) -> str:
+    """One line: the run's recipe, `reason` it was chosen, how long it trains, and the other choice."""
+    train = config.train
+    length = (f"trains for {format_duration(train.time_budget)}, then tests and exports" if train.time_budget
+              else f"trains {train.train_steps:,} steps at learning rate {_rate(train.learning_rate)}")
+    paper = preset(config.data.dataset, model).train
+    other = (f"--recipe {CPU_DEFAULT_RECIPE} for {format_duration(RECIPES[CPU_DEFAULT_RECIPE]['*']['time_budget'])} "
+             "on a CPU" if train.recipe == "paper" else
+             f"--recipe paper for the paper's setup ({paper.train_steps:,} steps at learning rate "
+             f"{_rate(paper.learning_rate)}: days on a CPU)")
+    return f"recipe {train.recipe} ({reason}): {length}; {other}"
+
+
+def _rate(value: float) -> str:
+    """A learning rate as written in the papers: 1e-4, 3e-3, 1.5e-3."""
+    mantissa, exponent = f"{value:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def format_duration(seconds: float) -> str:
+    """`seconds` as "30 minutes", "1 hour", "1h30m" or "45 seconds"."""
+    minutes, rest = divmod(round(seconds), 60)
+    if rest or not minutes:
+        return f"{round(seconds)} seconds"
+    hours, minutes = divmod(minutes, 60)
+    if hours and minutes:
+        return f"{hours}h{minutes:02d}m"
+    return f"{hours} hour{'s' * (hours > 1)}" if hours else f"{minutes} minute{'s' * (minutes > 1)}"
 
 
 def parse_duration(text: str, flag: str = "--time_budget") -> float:

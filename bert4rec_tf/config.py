@@ -6,6 +6,7 @@ every run's outputs.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import math
@@ -45,6 +46,8 @@ class DataConfig:
         match_only_prob: the share of matching-only among the non-mask-last instances.
         mask_runs: mask runs of equal successive items together (the matching paper).
         seed: seed of every random choice in data preparation.
+        encoding: the source file's text encoding (a `codecs` name); part of the source's identity,
+            so data read in another encoding is other data.
     """
 
     dataset: str = "ml-1m"
@@ -62,6 +65,7 @@ class DataConfig:
     match_only_prob: float = 0.1
     mask_runs: bool = False
     seed: int = constants.EVAL_SEED
+    encoding: str = "utf-8"
 
 
 @dataclasses.dataclass
@@ -109,7 +113,8 @@ class TrainConfig:
 
     `time_budget` (seconds, 0: none) trains until that much wall-clock time of training and
     validation has passed, with the learning-rate schedule fitted to the steps the budget affords;
-    `train_steps` then only caps the steps.
+    `train_steps` then only caps the steps. `recipe` records the name of `RECIPES` whose settings the
+    run started from (before the command's own overrides); "paper": the preset as it is.
 
     `length_groups` (padding-aware batches, see `bert4rec_tf.data.pipeline.length_grouped`): the
     instances of that many consecutive batches are sorted by length, re-cut into batches and each
@@ -126,6 +131,7 @@ class TrainConfig:
     dynamic_masking: bool = False
     time_budget: float = 0.0
     length_groups: int = 16
+    recipe: str = "paper"
 
 
 @dataclasses.dataclass
@@ -166,6 +172,8 @@ class ExperimentConfig:
         _require(data.split in ("valid", "original"), "split", data.split, "'valid' or 'original'")
         _require(data.num_negatives >= 1, "num_negatives", data.num_negatives, "at least 1")
         _require(data.num_shards >= 1, "num_shards", data.num_shards, "at least 1")
+        _require(_is_encoding(data.encoding), "encoding", data.encoding,
+                 "a text encoding Python knows, e.g. utf-8, latin-1 or cp1252")
         _require(0.0 <= data.match_only_prob <= 1.0, "match_only_prob", data.match_only_prob, "in [0, 1]")
         _require(data.matching == (model.name == "bert4rec_match"), "matching", data.matching,
                  "true for bert4rec_match and false for the other models")
@@ -205,6 +213,7 @@ class ExperimentConfig:
         _require(math.isfinite(train.time_budget) and train.time_budget >= 0, "time_budget", train.time_budget,
                  "a finite number of seconds >= 0")
         _require(train.length_groups >= 0, "length_groups", train.length_groups, "at least 0")
+        _require(train.recipe in RECIPES, "recipe", train.recipe, f"one of {', '.join(RECIPES)}")
 
     def override(self, key: str, value: Any) -> None:
         """Sets `section.field` (or a field name unique across sections) to `value`.
@@ -225,7 +234,15 @@ class ExperimentConfig:
 
 
 # Fields with a flag of their own in run_scripts/train.py; the others are set with --config.
-_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget")
+_FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget",
+                "recipe", "encoding")
+
+
+def _is_encoding(name: str) -> bool:
+    try:
+        return codecs.lookup(name) is not None
+    except LookupError:
+        return False
 
 
 def _require(condition: bool, field: str, value: Any, expected: str) -> None:

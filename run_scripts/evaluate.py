@@ -1,31 +1,11 @@
-"""Evaluates a trained run on the test set: pop-100 (the paper), uniform-100 and full ranking.
+"""`bert4rec-evaluate` run from a checkout; the command is bert4rec_tf/scripts/evaluate.py."""
 
-    python run_scripts/evaluate.py --model_dir runs/ml1m
-Prints the table and writes evaluation.json into the run folder.
-"""
-
-from __future__ import annotations
-
+import os
 import sys
 
-from absl import app, flags
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bert4rec_tf import cli
-
-flags.DEFINE_string("model_dir", None, "A folder written by run_scripts/train.py.")
-flags.DEFINE_enum("stage", "test", ["valid", "test"], "Which held-out item to rank.")
-flags.DEFINE_integer("batch_size", 256, "Users per forward pass.")
-flags.mark_flag_as_required("model_dir")
-FLAGS = flags.FLAGS
-
-
-def _run() -> None:
-    from bert4rec_tf.evaluation.evaluator import format_table
-    from bert4rec_tf.training.trainer import evaluate_run
-
-    results = evaluate_run(FLAGS.model_dir, FLAGS.stage, FLAGS.batch_size)
-    print(f"{FLAGS.stage} metrics of {FLAGS.model_dir}/model.keras:\n{format_table(results)}")
-
+from bert4rec_tf.scripts.evaluate import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(app.run(cli.absl_main(_run)))
+    sys.exit(main())

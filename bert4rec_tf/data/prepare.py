@@ -88,19 +88,24 @@ class PreparedData:
             return {name: arrays[name] for name in arrays.files}
 
 
-def source_identity(source_file: str | None) -> str:
-    """"official" for the downloaded source, "file-<sha256 prefix>" for a local file."""
+def source_identity(source_file: str | None, encoding: str = "utf-8") -> str:
+    """"official" for the downloaded source, "file-<sha256 prefix>" for a local file, each followed
+    by "-<encoding>" when it is read in another encoding than UTF-8 (the same bytes read otherwise
+    are other data)."""
     if source_file is None:
-        return "official"
-    if not os.path.isfile(source_file):
+        identity = "official"
+    elif not os.path.isfile(source_file):
         raise DataError("no such file", source_file)
-    return "file-" + download_lib.sha256_of(source_file)[:16]
+    else:
+        identity = "file-" + download_lib.sha256_of(source_file)[:16]
+    return identity if encoding == "utf-8" else f"{identity}-{encoding}"
 
 
 def output_directory(config: DataConfig, data_dir: str, identity: str) -> str:
-    """Where the data prepared with `config` from source `identity` lives."""
-    key = json.dumps({"config": dataclasses.asdict(config), "source": identity, "format": FORMAT_VERSION},
-                     sort_keys=True)
+    """Where the data prepared with `config` from source `identity` lives (the identity holds the
+    encoding)."""
+    settings = {name: value for name, value in dataclasses.asdict(config).items() if name != "encoding"}
+    key = json.dumps({"config": settings, "source": identity, "format": FORMAT_VERSION}, sort_keys=True)
     return os.path.join(data_dir, config.dataset, hashlib.sha256(key.encode()).hexdigest()[:12])
 
 
@@ -171,7 +176,7 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
     """`prepare`, holding the data folder's lock."""
     from bert4rec_tf.data.tfds_builders import load_user_sequences  # heavy import, only when building
 
-    identity = source_identity(source_file)
+    identity = source_identity(source_file, config.encoding)
     directory = output_directory(config, data_dir, identity)
     _remove_abandoned(os.path.dirname(directory))
     try:
@@ -184,7 +189,7 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
         return prepared
 
     started = time.time()
-    sequences, builder = load_user_sequences(config.dataset, data_dir, source_file)
+    sequences, builder = load_user_sequences(config.dataset, data_dir, source_file, config.encoding)
     train = training_sequences(sequences, config.split)
     if config.split == "valid" and sequences.lengths.min() < 3:
         raise DataError("the validation split needs at least 3 items per user")
@@ -215,7 +220,7 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
         "config": dataclasses.asdict(config),
         "seed": config.seed,
         "source": {"identity": identity, "file": os.path.abspath(source_file) if source_file else None,
-                   "tfds_dir": os.fspath(builder.data_dir)},
+                   "encoding": config.encoding, "tfds_dir": os.fspath(builder.data_dir)},
         "num_users": sequences.num_users,
         "num_items": sequences.num_items,
         "vocab_size": vocab_size(sequences.num_items),

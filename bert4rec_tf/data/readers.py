@@ -16,7 +16,9 @@ Each reader returns an `Interactions` table in file order; sorting, filtering an
   inside an id).
 
 Plain, ``.gz`` and ``.zip`` files are read alike (a zip is read through its ratings member), as UTF-8
-with or without a byte-order mark. ``user item`` and ``user item1 item2 ...`` lines are split at ASCII
+with or without a byte-order mark unless another encoding is named. Bytes the encoding cannot decode
+are an error naming the file, the line and the byte offset, never replaced: two ids that differ only
+in such bytes would become one. ``user item`` and ``user item1 item2 ...`` lines are split at ASCII
 spaces and tabs only, so an id may hold any other character. An empty user or item id (or one of
 spaces only) is an error.
 
@@ -29,6 +31,7 @@ and field.
 from __future__ import annotations
 
 import ast
+import codecs
 import csv
 import dataclasses
 import datetime
@@ -41,7 +44,7 @@ import os
 import re
 import zipfile
 import zlib
-from typing import Callable, Iterator, TextIO
+from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -85,8 +88,8 @@ class Interactions:
         return len(self.users)
 
 
-def _open_text(path: str) -> TextIO:
-    """Opens a plain, gzip or zip file as UTF-8 text (a zip through its ``ratings.*`` member)."""
+def _open_binary(path: str) -> BinaryIO:
+    """Opens a plain, gzip or zip file's content as bytes (a zip through its ``ratings.*`` member)."""
     if not os.path.isfile(path):
         raise DataError("no such file", path)
     if zipfile.is_zipfile(path):
@@ -94,41 +97,74 @@ def _open_text(path: str) -> TextIO:
         names = [n for n in archive.namelist() if os.path.basename(n) in _ZIP_MEMBERS]
         if not names:
             raise DataError(f"zip archive has no member named {' or '.join(_ZIP_MEMBERS)}", path)
-        return io.TextIOWrapper(archive.open(names[0]), encoding="utf-8-sig", errors="replace")
+        return archive.open(names[0])
     with open(path, "rb") as probe:
         magic = probe.read(2)
     if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
-    return open(path, "rt", encoding="utf-8-sig", errors="replace")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
 
 
-def text_lines(path: str | os.PathLike) -> Iterator[str]:
-    """The lines of a plain, gzip or zip file (a zip through its ``ratings.*`` member), as UTF-8 text.
+def _codec(encoding: str) -> str:
+    """Python's codec for `encoding`: UTF-8 also reads a file that starts with a byte-order mark."""
+    return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
-    A byte-order mark at the start is dropped; bytes that are not UTF-8 become U+FFFD.
+
+def text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str]:
+    """The lines of a plain, gzip or zip file (a zip through its ``ratings.*`` member), as text.
+
+    A UTF-8 byte-order mark at the start is dropped.
+
+    Args:
+        path: the file.
+        encoding: its text encoding, a name Python's `codecs` knows.
 
     Raises:
-        DataError: naming the file when it is missing, a zip has no ratings member, or the file
-            (a compressed one above all) is truncated or damaged.
+        DataError: naming the file when it is missing, a zip has no ratings member, the file (a
+            compressed one above all) is truncated or damaged, or it holds bytes `encoding` cannot
+            decode (then also the line and byte offset).
     """
     path = os.fspath(path)
     number = 0
-    with _open_text(path) as handle:
+    with io.TextIOWrapper(_open_binary(path), encoding=_codec(encoding)) as handle:
         try:
             for number, line in enumerate(handle, start=1):
                 yield line
+        except UnicodeDecodeError as error:
+            raise _decoding_error(path, encoding, error) from None
         except (EOFError, OSError, zlib.error, zipfile.BadZipFile) as error:
             raise DataError(f"unreadable after line {number}, truncated or damaged ({error}); download or copy "
                             "it again", path) from None
 
 
-def detect_format(path: str | os.PathLike) -> str:
-    """Guesses a file's format from its first non-empty line.
+def _decoding_error(path: str, encoding: str, error: UnicodeDecodeError) -> DataError:
+    """The error naming the line and byte offset (in the file's uncompressed content) of the first
+    bytes of `path` that `encoding` cannot decode; `error` is what decoding raised."""
+    hint = ("name the file's encoding, e.g. --encoding latin-1" if codecs.lookup(encoding).name == "utf-8"
+            else "name the file's encoding with --encoding")
+    decoder = codecs.getincrementaldecoder(_codec(encoding))()
+    offset = 0
+    with _open_binary(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                decoder.decode(raw)
+            except UnicodeDecodeError as found:
+                # `found.object` holds the bytes the decoder had buffered and those of this line.
+                position = offset + len(raw) - len(found.object) + found.start
+                return DataError(f"byte 0x{found.object[found.start]:02x} at byte offset {position} is not "
+                                 f"{encoding} text ({found.reason}); {hint}", path, number)
+            offset += len(raw)
+    return DataError(f"not {encoding} text ({error.reason}); {hint}", path)
+
+
+def detect_format(path: str | os.PathLike, encoding: str = "utf-8") -> str:
+    """Guesses a file's format from its first non-empty line (the file in text `encoding`).
 
     Raises:
-        DataError: for an empty file or a first line no reader understands.
+        DataError: for an empty file, a first line no reader understands, or text `encoding` cannot
+            decode.
     """
-    lines = text_lines(path)
+    lines = text_lines(path, encoding)
     first = next((line.strip(_ASCII_SPACE) for line in lines if line.strip(_ASCII_SPACE)), None)
     lines.close()
     if first is None:
@@ -153,22 +189,23 @@ def detect_format(path: str | os.PathLike) -> str:
     raise DataError(f"cannot tell the format of the first line {first[:80]!r}", path, 1)
 
 
-def read_interactions(path: str | os.PathLike, fmt: str | None = None) -> Interactions:
-    """Reads `path` in format `fmt` (detected when None) into an `Interactions` table.
+def read_interactions(path: str | os.PathLike, fmt: str | None = None, encoding: str = "utf-8") -> Interactions:
+    """Reads `path` in format `fmt` (detected when None) and text `encoding` into an `Interactions` table.
 
     Raises:
         DataError: naming the file and line of the first malformed record (an empty id, a timestamp
-            that is not a finite number), a truncated compressed file, or an empty file.
+            that is not a finite number, bytes `encoding` cannot decode, with their byte offset), a
+            truncated compressed file, or an empty file.
     """
     path = os.fspath(path)
-    fmt = fmt or detect_format(path)
+    fmt = fmt or detect_format(path, encoding)
     if fmt not in FORMATS:
         raise DataError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", path)
     users: list[str] = []
     items: list[str] = []
     times: list[Timestamp] = []
     fractional = False
-    with tqdm(text_lines(path), desc=f"reading {os.path.basename(path)}", unit=" lines", mininterval=1.0,
+    with tqdm(text_lines(path, encoding), desc=f"reading {os.path.basename(path)}", unit=" lines", mininterval=1.0,
               leave=False) as lines:
         for number, user, item, stamp in _PARSERS[fmt](lines, path):
             if not user.strip() or not item.strip():

@@ -54,10 +54,11 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
         "manual directory, or pass source_file=.")
     DATASET = ""
 
-    def __init__(self, *, source_file: str | os.PathLike | None = None, **kwargs):
+    def __init__(self, *, source_file: str | os.PathLike | None = None, encoding: str = "utf-8", **kwargs):
         self._source_file = os.fspath(source_file) if source_file is not None else None
-        if self._source_file is not None and kwargs.get("config") is None:
-            kwargs["config"] = file_config(self._source_file)
+        self._encoding = encoding
+        if kwargs.get("config") is None and (self._source_file is not None or encoding != "utf-8"):
+            kwargs["config"] = source_config(self._source_file, encoding)
         super().__init__(**kwargs)
 
     @property
@@ -96,7 +97,7 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
                                      self.spec.sha256)
 
     def _generate_examples(self, path: str):
-        sequences, report = preprocess(read_interactions(path, self.spec.source_format),
+        sequences, report = preprocess(read_interactions(path, self.spec.source_format, self._encoding),
                                        self.spec.min_user_interactions,
                                        self.spec.min_item_interactions)
         self.info.metadata.update(report)  # saved with the build: what was dropped on purpose
@@ -130,21 +131,27 @@ BUILDERS: dict[str, type[_UserSequenceBuilder]] = {name: _builder_class(spec) fo
 _DAMAGED_BUILD_ERRORS = (tf.errors.OpError, json_format.ParseError, KeyError, ValueError, OSError)
 
 
-def file_config(source_file: str) -> tfds.core.BuilderConfig:
-    """The builder configuration of a local source file, named after its SHA-256.
+def source_config(source_file: str | None, encoding: str = "utf-8") -> tfds.core.BuilderConfig:
+    """The builder configuration of a source read in `encoding`: named after the local file's SHA-256
+    ("official" for the download), then the encoding unless it is UTF-8.
 
     Raises:
         DataError: when the file is missing.
     """
-    if not os.path.isfile(source_file):
+    if source_file is None:
+        name, description = "official", "the official raw source"
+    elif not os.path.isfile(source_file):
         raise DataError("no such file", source_file)
-    digest = download_lib.sha256_of(source_file)
-    return tfds.core.BuilderConfig(name=f"file-{digest[:16]}",
-                                   description=f"built from {source_file} (sha256 {digest})")
+    else:
+        digest = download_lib.sha256_of(source_file)
+        name, description = f"file-{digest[:16]}", f"built from {source_file} (sha256 {digest})"
+    if encoding != "utf-8":
+        name, description = f"{name}-{encoding}", f"{description}, read as {encoding}"
+    return tfds.core.BuilderConfig(name=name, description=description)
 
 
 def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: str | None = None,
-                        ) -> tuple[UserSequences, tfds.core.DatasetBuilder]:
+                        encoding: str = "utf-8") -> tuple[UserSequences, tfds.core.DatasetBuilder]:
     """Builds data set `dataset` with its TFDS builder (once) and returns its user sequences.
 
     An earlier build that cannot be read back is removed and built again, with a warning naming its
@@ -155,6 +162,7 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
         data_dir: the cache root; the TFDS build goes to `data_dir/tfds`, downloads to
             `data_dir/downloads`, a manual file may sit in `data_dir/manual/<dataset>`.
         source_file: a local raw or preprocessed file to use instead of the download.
+        encoding: the source's text encoding (Python's codec name).
 
     Returns:
         The sequences (ids as documented in `bert4rec_tf.data.preprocess`) and the builder.
@@ -165,12 +173,12 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
                         "user, item, timestamp)")
     data_dir = os.fspath(data_dir)
     builder_class = BUILDERS[dataset]
-    config = file_config(source_file) if source_file is not None else None
+    config = source_config(source_file, encoding) if source_file is not None or encoding != "utf-8" else None
     folder = os.path.join(data_dir, "tfds", builder_class.name, config.name if config else "official",
                           str(builder_class.VERSION))
     existed = os.path.isdir(folder)
     try:
-        builder = _prepared_builder(builder_class, data_dir, dataset, source_file, config)
+        builder = _prepared_builder(builder_class, data_dir, dataset, source_file, encoding, config)
         return sequences_from_builder(builder), builder
     except _DAMAGED_BUILD_ERRORS as error:
         if not existed:
@@ -179,14 +187,16 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
         logger.warning("%s: the TFDS build cannot be read (%s: %s); removing it and building it again",
                        folder, type(error).__name__, reason)
         shutil.rmtree(folder)
-    builder = _prepared_builder(builder_class, data_dir, dataset, source_file, config)
+    builder = _prepared_builder(builder_class, data_dir, dataset, source_file, encoding, config)
     return sequences_from_builder(builder), builder
 
 
 def _prepared_builder(builder_class: type[_UserSequenceBuilder], data_dir: str, dataset: str,
-                      source_file: str | None, config: tfds.core.BuilderConfig | None) -> tfds.core.DatasetBuilder:
+                      source_file: str | None, encoding: str,
+                      config: tfds.core.BuilderConfig | None) -> tfds.core.DatasetBuilder:
     """The builder of `dataset`, built unless an earlier build exists."""
-    builder = builder_class(data_dir=os.path.join(data_dir, "tfds"), source_file=source_file, config=config)
+    builder = builder_class(data_dir=os.path.join(data_dir, "tfds"), source_file=source_file, encoding=encoding,
+                            config=config)
     builder.download_and_prepare(
         download_dir=os.path.join(data_dir, "downloads"),
         download_config=tfds.download.DownloadConfig(

@@ -101,9 +101,11 @@ class RunFolder:
         where = self.directory
         earlier = read_json(self.path("config.json"), "run configuration")
         current = config.to_dict()
+        # A field the recorded configuration lacks came to the package after the run started: not compared
+        # (the settings it stands for are, and run.json binds the data).
         changed = sorted(f"{section}.{key}" for section, values in current.items() for key, value in values.items()
-                         if (section, key) != ("train", "train_steps")
-                         and earlier.get(section, {}).get(key) != value)
+                         if (section, key) != ("train", "train_steps") and key in earlier.get(section, {})
+                         and earlier[section][key] != value)
         if changed:
             raise ValueError(f"{where} holds a run with another configuration ({', '.join(changed)} differ); "
                              "use a new --model_dir")

@@ -1,19 +1,13 @@
 """The scale check's synthetic MovieLens file: the asked size, >= 20 distinct movies per user."""
 
-import importlib.util
-import os
-
 import pandas as pd
 
-from tests.conftest import REPO
+from bert4rec_tf.scripts import scale_check
 
 
 def test_synthetic_ratings_have_the_asked_size_and_distinct_movies(tmp_path):
-    spec = importlib.util.spec_from_file_location("scale_check", os.path.join(REPO, "run_scripts", "scale_check.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     path = str(tmp_path / "ratings.csv")
-    rows = module.write_ratings(path, users=300, items=500, interactions=30_000, seed=3)
+    rows = scale_check.write_ratings(path, users=300, items=500, interactions=30_000, seed=3)
     frame = pd.read_csv(path)
     assert rows == len(frame) == 30_000 and list(frame.columns) == ["userId", "movieId", "rating", "timestamp"]
     per_user = frame.groupby("userId")["movieId"]

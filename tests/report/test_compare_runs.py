@@ -92,20 +92,16 @@ def _write_batch_size(folder, batch_size):
 def test_samples_axis_puts_runs_of_different_batch_sizes_at_equal_data(tmp_path, monkeypatch):
     # A run of batch 256 at step 100 has seen what a run of batch 128 sees at step 200.
     pytest.importorskip("matplotlib")
-    import importlib.util
-
     from bert4rec_tf import report_figures
+    from bert4rec_tf.scripts import compare_runs
 
     small = make_run(tmp_path / "b128", [0.1, 0.2, 0.3], [0.01, 0.02, 0.03])
     large = make_run(tmp_path / "b256", [0.15, 0.25, 0.35], [0.01, 0.02, 0.03])
     _write_batch_size(small, 128)
     _write_batch_size(large, 256)
-    spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     drawn = []
     monkeypatch.setattr(report_figures, "_save", lambda figure, path: drawn.append(figure) or path)
-    assert module.main([small, large, "--figure", str(tmp_path / "x.png"), "--x", "samples"]) == 0
+    assert compare_runs.main([small, large, "--figure", str(tmp_path / "x.png"), "--x", "samples"]) == 0
     lines = drawn[0].axes[0].get_lines()
     assert [list(line.get_xdata()) for line in lines] == [[12800, 25600, 38400], [25600, 51200, 76800]]
     assert drawn[0].axes[0].get_xlabel() == "training sequences seen (step x batch size)"

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from bert4rec_tf import cli
+from bert4rec_tf.files import write_json_atomic
 from tests.conftest import REPO, toy_sequences, write_pairs
 
 TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
@@ -25,7 +26,7 @@ TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "mode
 
 def train(source, data_dir, model_dir, *extra, steps=10, eval_every=5):
     args = [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty",
-            "--source_file", source, "--data_dir", data_dir, "--model_dir", model_dir, *TINY,
+            "--source_file", source, "--data_dir", data_dir, "--model_dir", model_dir, "--recipe", "paper", *TINY,
             "--train_steps", str(steps), "--eval_every", str(eval_every), *extra]
     return subprocess.run(args, capture_output=True, text=True, timeout=600)
 
@@ -159,19 +160,32 @@ def test_damaged_run_files_are_named_and_results_kept(sources, good_run, tmp_pat
     assert digests(copy) == before
 
 
-@pytest.mark.parametrize("source, steps, needle", [
-    (1, 20, "was trained on another source file"),
-    (0, 5, "has trained 10 steps already, more than --train_steps 5"),
+@pytest.mark.parametrize("source, steps, extra, needle", [
+    (1, 20, (), "was trained on another source file"),
+    (0, 20, ("--encoding", "latin-1"), "holds a run with another configuration (data.encoding differ)"),
+    (0, 5, (), "has trained 10 steps already, more than --train_steps 5"),
 ])
-def test_other_data_or_fewer_steps_are_refused_and_the_run_kept(sources, good_run, tmp_path, source, steps,
+def test_other_data_or_fewer_steps_are_refused_and_the_run_kept(sources, good_run, tmp_path, source, steps, extra,
                                                                  needle):
     data_dir, model_dir = good_run
     copy = str(tmp_path / "copy")
     shutil.copytree(model_dir, copy)
     before = digests(copy)
-    line = one_error_line(train(sources[source], data_dir, copy, steps=steps))
+    line = one_error_line(train(sources[source], data_dir, copy, *extra, steps=steps))
     assert f"{copy} " in line and needle in line
     assert digests(copy) == before
+
+
+def test_a_run_recorded_before_a_field_existed_resumes(sources, good_run, tmp_path):
+    data_dir, model_dir = good_run
+    copy = str(tmp_path / "copy")
+    shutil.copytree(model_dir, copy)
+    recorded = strict_json(os.path.join(copy, "config.json"))
+    del recorded["data"]["encoding"], recorded["train"]["recipe"]  # as written before they existed
+    write_json_atomic(os.path.join(copy, "config.json"), recorded)
+    result = train(sources[0], data_dir, copy, steps=15)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert strict_json(os.path.join(copy, "checkpoints", "state.json"))["step"] == 15
 
 
 def test_a_failed_start_does_not_bind_the_folder(sources, tmp_path):

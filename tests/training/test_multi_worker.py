@@ -34,7 +34,8 @@ def free_ports(count: int) -> list[int]:
 
 def command(source, data_dir, model_dir, steps, *extra):
     return [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty",
-            "--source_file", str(source), "--data_dir", str(data_dir), "--model_dir", str(model_dir), *TINY,
+            "--source_file", str(source), "--data_dir", str(data_dir), "--model_dir", str(model_dir),
+            "--recipe", "paper", *TINY,
             "--train_steps", str(steps), "--eval_every", "1", *NO_DROPOUT, *extra]
 
 

@@ -1,9 +1,17 @@
-"""Short-budget recipes resolve to the documented settings, and flags win over them."""
+"""Short-budget recipes resolve to the documented settings, flags win over them, and a command without
+--recipe trains with the CPU recipe unless a GPU is present or the run records another."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import RECIPES, preset
+from bert4rec_tf.files import read_json, write_json_atomic
+from tests.conftest import REPO, toy_sequences, write_pairs
+from tests.training.test_bad_runs import TINY
 
 
 @pytest.mark.parametrize("name, budget", [("cpu-30m", 1800.0), ("cpu-1h", 3600.0), ("cpu-2h", 7200.0)])
@@ -43,3 +51,65 @@ def test_paper_recipe_is_the_preset_and_flags_win_over_a_recipe():
 def test_an_unknown_recipe_is_refused_naming_the_known_ones():
     with pytest.raises(ValueError, match="unknown --recipe 'gpu'; known: " + ", ".join(RECIPES)):
         cli.experiment_config("ml-1m", [], recipe="gpu")
+
+
+@pytest.mark.parametrize("dataset", ["beauty", "custom", "ml-1m"])
+def test_the_default_recipe_is_the_cpu_one_without_a_gpu_and_the_paper_with_one(dataset, tmp_path, monkeypatch):
+    model_dir = str(tmp_path / "run")
+    monkeypatch.setattr(cli, "gpu_available", lambda: False)
+    assert cli.default_recipe(dataset, "bert4rec", model_dir) == ("cpu-30m", "the default without a GPU")
+    monkeypatch.setattr(cli, "gpu_available", lambda: True)
+    assert cli.default_recipe(dataset, "bert4rec", model_dir) == ("paper", "the default with a GPU")
+
+
+def test_a_resumed_run_keeps_the_recipe_its_config_records(tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "gpu_available", lambda: False)
+    model_dir = tmp_path / "run"
+    (model_dir / "checkpoints").mkdir(parents=True)
+    write_json_atomic(model_dir / "config.json", cli.experiment_config("beauty", [], recipe="paper").to_dict())
+    # Before its first checkpoint a folder binds nothing: the machine's default.
+    assert cli.default_recipe("beauty", "bert4rec", str(model_dir))[0] == "cpu-30m"
+    write_json_atomic(model_dir / "checkpoints" / "state.json", {"step": 5})
+    assert cli.default_recipe("beauty", "bert4rec", str(model_dir)) == (
+        "paper", f"recorded in {model_dir / 'config.json'}: the run goes on as it started")
+
+
+def test_the_recipe_line_says_which_recipe_the_budget_and_the_papers_setup():
+    config = cli.experiment_config("beauty", [], recipe="cpu-30m")
+    assert config.train.recipe == "cpu-30m"
+    assert cli.recipe_notice(config, "bert4rec", "the default without a GPU") == (
+        "recipe cpu-30m (the default without a GPU): trains for 30 minutes, then tests and exports; "
+        "--recipe paper for the paper's setup (400,000 steps at learning rate 1e-4: days on a CPU)")
+    config = cli.experiment_config("beauty", [], recipe="paper")
+    assert cli.recipe_notice(config, "bert4rec", "the default with a GPU") == (
+        "recipe paper (the default with a GPU): trains 400,000 steps at learning rate 1e-4; "
+        "--recipe cpu-30m for 30 minutes on a CPU")
+    # Flags over the recipe show in the line: a longer budget.
+    config = cli.experiment_config("beauty", ["time_budget=5400"], recipe="cpu-30m")
+    assert "trains for 1h30m, then" in cli.recipe_notice(config, "bert4rec", "given")
+
+
+def test_the_recipe_is_chosen_with_its_flag_not_an_override():
+    with pytest.raises(ValueError, match="--config recipe records the recipe of a run: choose it with --recipe"):
+        cli.experiment_config("beauty", ["recipe=cpu-1h"])
+
+
+def test_train_without_a_recipe_says_which_it_uses_and_records_it(tmp_path):
+    source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
+    model_dir = str(tmp_path / "run")
+    args = [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty", "--source_file",
+            source, "--data_dir", str(tmp_path / "data"), "--model_dir", model_dir, "--time_budget", "3s",
+            "--eval_every", "20", *TINY]
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no GPU, whatever the machine has
+    first = subprocess.run(args, capture_output=True, text=True, timeout=600, env=environment)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.splitlines()[0] == (
+        "recipe cpu-30m (the default without a GPU): trains for 3 seconds, then tests and exports; "
+        "--recipe paper for the paper's setup (400,000 steps at learning rate 1e-4: days on a CPU)")
+    recorded = read_json(os.path.join(model_dir, "config.json"))["train"]
+    assert (recorded["recipe"], recorded["dynamic_masking"], recorded["warmup_steps"]) == ("cpu-30m", True, 500)
+    # Run again, the folder's recipe is kept and said so.
+    again = subprocess.run(args, capture_output=True, text=True, timeout=600, env=environment)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.splitlines()[0].startswith(
+        f"recipe cpu-30m (recorded in {os.path.join(model_dir, 'config.json')}: the run goes on as it started)")

@@ -92,7 +92,8 @@ def budgeted_args(tmp_path, budget: str, warmup_steps: int) -> tuple[list[str], 
     source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
     model_dir = str(tmp_path / "run")
     args = [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty", "--source_file",
-            source, "--data_dir", str(tmp_path / "data"), "--model_dir", model_dir, "--time_budget", budget,
+            source, "--data_dir", str(tmp_path / "data"), "--model_dir", model_dir, "--recipe", "paper",
+            "--time_budget", budget,
             "--train_steps", "100000", "--eval_every", "20", "--config", f"warmup_steps={warmup_steps}",
             "--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
             "--config", "model.num_layers=1", "--config", "model.intermediate_size=16", "--batch_size", "4"]

@@ -23,7 +23,7 @@ TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "mode
 def command(toy_file, data_dir, model_dir, steps=30, model="bert4rec"):
     return [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty",
             "--source_file", toy_file, "--data_dir", data_dir, "--model_dir", model_dir,
-            "--train_steps", str(steps), "--model", model, *TINY]
+            "--train_steps", str(steps), "--model", model, "--recipe", "paper", *TINY]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,34 @@
+"""Evaluates a trained run on the test set: pop-100 (the paper), uniform-100 and full ranking.
+
+    bert4rec-evaluate --model_dir runs/ml1m
+Prints the table and writes evaluation.json into the run folder.
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+from bert4rec_tf import cli
+
+flags.DEFINE_string("model_dir", None, "A folder written by bert4rec-train.")
+flags.DEFINE_enum("stage", "test", ["valid", "test"], "Which held-out item to rank.")
+flags.DEFINE_integer("batch_size", 256, "Users per forward pass.")
+flags.mark_flag_as_required("model_dir")
+FLAGS = flags.FLAGS
+
+
+def _run() -> None:
+    from bert4rec_tf.evaluation.evaluator import format_table
+    from bert4rec_tf.training.trainer import evaluate_run
+
+    results = evaluate_run(FLAGS.model_dir, FLAGS.stage, FLAGS.batch_size)
+    print(f"{FLAGS.stage} metrics of {FLAGS.model_dir}/model.keras:\n{format_table(results)}")
+
+
+def main() -> None:
+    """The `bert4rec-evaluate` command (also `python run_scripts/evaluate.py` in a checkout)."""
+    cli.run_absl_command(_run, __name__)
+
+
+if __name__ == "__main__":
+    main()
