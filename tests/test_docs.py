@@ -367,7 +367,7 @@ def _probe_argparse(parser, commands: list[list[str]]) -> dict:
     import io
 
     options = {option[2:]: action for action in parser._actions for option in action.option_strings
-               if option.startswith("--") and option != "--help"}
+               if option.startswith("--") and option not in ("--help", "--helpfull")}
     errors = []
     for args in commands:
         stderr = io.StringIO()
