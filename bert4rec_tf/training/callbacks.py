@@ -103,11 +103,15 @@ class CheckpointAndValidate(keras.callbacks.Callback):
             images are the report's labelled figure (`report_figures.attention_head_pixels`); without
             matplotlib they are bare colour squares, and a line on stderr says so once.
         clock: seconds of training and validation the run has had, over all its processes.
+        validation_loss: a function of no argument giving the model's loss on validation instances
+            (`evaluation.validation_loss`), logged as "loss" beside the validation metrics and as
+            "validation_loss" in the curve; None: not logged.
     """
 
     def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
-                 attention_histories: np.ndarray | None = None, clock=None):
+                 attention_histories: np.ndarray | None = None, clock=None, validation_loss=None):
         super().__init__()
+        self.validation_loss = validation_loss
         self._bare_heat_maps = False
         self.clock = clock
         self.attention_histories = attention_histories
@@ -128,16 +132,21 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.state["step"] = step
         if self.validate is not None:
             results = self.validate(self.model)
+            point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
+            if self.validation_loss is not None:
+                point["validation_loss"] = self.validation_loss()
             with self.writer.as_default(step=step), tf.summary.record_if(True):
+                if "validation_loss" in point:
+                    tf.summary.scalar("loss", point["validation_loss"])
                 for protocol, values in results.items():
                     for name, value in values.items():
                         tf.summary.scalar(f"{protocol}/{name}", value)
-            point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
             if self.clock is not None:
                 point["seconds"] = round(self.clock(), 1)  # training and validation time so far
             self.state["curve"].append({**point, **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
-            print(f"\nvalidation at step {step}:\n{format_table(results)}")
+            shown = f" (loss {point['validation_loss']:.4f})" if "validation_loss" in point else ""
+            print(f"\nvalidation at step {step}{shown}:\n{format_table(results)}")
             if math.isfinite(score) and (self.state["best"] is None or score > self.state["best"]):
                 self.state.update(best=score, best_step=step, since_best=0)
                 self._save_weights("best.weights.h5")

@@ -1,4 +1,4 @@
-"""TensorBoard extras: the labelled heat maps, and the bare ones without matplotlib."""
+"""TensorBoard extras: the heat maps without matplotlib, the flattened configuration."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import sys
 
 import numpy as np
 
+from bert4rec_tf.config import preset
 from bert4rec_tf.report_figures import attention_head_pixels
 from bert4rec_tf.training.callbacks import CheckpointAndValidate
 from bert4rec_tf.training.run_folder import RunFolder, fresh_state
+from bert4rec_tf.training.summaries import hparam_values
 
 MATRIX = np.linspace(0.0, 1.0, 100).reshape(10, 10)
 
@@ -23,3 +25,11 @@ def test_heat_maps_are_the_labelled_figure_and_bare_squares_without_matplotlib(t
     bare = [callback._heat_map(MATRIX, "layer 1, head 1", "[mask]") for _ in range(2)]
     assert all(image.shape == (1, 160, 160, 3) for image in bare)
     assert capsys.readouterr().err.count("matplotlib is not installed") == 1   # said once
+
+
+def test_hparams_are_the_flattened_configuration():
+    config = preset("ml-1m", "sasrec")
+    values = hparam_values(config)
+    assert values["model.name"] == "sasrec" and values["data.max_len"] == 200
+    assert values["train.learning_rate"] == 1e-3 and values["data.static_instances"] is False
+    assert len(values) == sum(len(section) for section in config.to_dict().values())

@@ -154,12 +154,50 @@ def test_tensorboard_logs_training_validation_and_attention(finished_run):
     validation = folder_scalars(os.path.join(model_dir, "validation"))
     assert {"pop/HR@10", "pop/NDCG@10", "full/Recall@20", "full/MRR"} <= set(validation), validation
     assert "grad_norm" in stdout and "learning_rate" in stdout
+    # The validation loss at every validation, as in the curve and the printed table.
+    with open(os.path.join(model_dir, "validation.json")) as handle:
+        curve = json.load(handle)
+    assert sorted(validation["loss"]) == [point["step"] for point in curve] == [5, 10, 15, 20, 25, 30]
+    for point in curve:
+        assert validation["loss"][point["step"]] == pytest.approx(point["validation_loss"])
+        assert f"validation at step {point['step']} (loss {point['validation_loss']:.4f}):" in stdout
     # The heat maps are the labelled figure (4.6 x 4 inches at 100 dpi), one per layer and head.
     images = folder_values(os.path.join(model_dir, "validation"))
     assert {"attention/layer_1/head_1", "attention/layer_1/head_2"} <= set(images), set(images)
     for value in images["attention/layer_1/head_1"]:
         width, height = (int(size) for size in tf.make_ndarray(value.tensor)[:2])
         assert (width, height) == (460, 400)
+
+
+def test_tensorboard_holds_the_config_and_an_hparams_session_with_the_results(finished_run):
+    from tensorboard.plugins.hparams import metadata
+
+    _, model_dir, _ = finished_run
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        config = json.load(handle)
+    with open(os.path.join(model_dir, "results.json")) as handle:
+        finished = json.load(handle)
+    with open(os.path.join(model_dir, "validation.json")) as handle:
+        best = next(point for point in json.load(handle) if point["step"] == finished["best_step"])
+    text = folder_values(model_dir)["config"]
+    assert len(text) == 1
+    shown = tf.make_ndarray(text[0].tensor).item().decode()
+    assert json.loads(shown.removeprefix("```json").removesuffix("```")) == config
+    values = folder_values(os.path.join(model_dir, "results"))
+    start = metadata.parse_session_start_info_plugin_data(
+        values[metadata.SESSION_START_INFO_TAG][0].metadata.plugin_data.content)
+    assert start.group_name == "whole"   # the run folder's name
+    hparams = {name: getattr(value, value.WhichOneof("kind")) for name, value in start.hparams.items()}
+    flat = {f"{section}.{name}": value for section, fields in config.items() for name, value in fields.items()}
+    assert hparams == pytest.approx(flat)
+    results = folder_scalars(os.path.join(model_dir, "results"))
+    expected = {f"test/{protocol}/{name}": value for protocol, metrics in finished["test"].items()
+                for name, value in metrics.items()}
+    expected.update({f"validation_best/{name}": value for name, value in best.items() if "/" in name})
+    expected["validation_best/loss"] = best["validation_loss"]
+    assert set(results) == set(expected) and len(expected) == 17 + 11 + 1
+    for tag, value in expected.items():
+        assert results[tag] == {30: pytest.approx(value)}, tag
 
 
 def test_mirrored_strategy_on_two_cpu_devices_follows_the_single_device_loss(toy_file, tmp_path):
