@@ -7,7 +7,9 @@ The event files of a run folder (each folder is one TensorBoard run):
                  `evaluation.validation_loss`), <protocol>/<metric> and the attention heat maps
                  (`callbacks.CheckpointAndValidate`)
     results/     the HParams session: every configuration field is a hyperparameter (data.*, model.*,
-                 train.*), written at the start; at the end, at the last step, its metrics:
+                 train.*), written anew at every (re)start (HParams reads only the first session
+                 start of a folder, and a resumed run may have a larger train.train_steps); at the
+                 end, at the last step, its metrics:
                  test/<protocol>/<metric> of the tested (best) checkpoint and
                  validation_best/<protocol>/<metric> and validation_best/loss of that checkpoint
 
@@ -20,6 +22,7 @@ results; the settings that differ between the runs come first.
 from __future__ import annotations
 
 import os
+import shutil
 
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
@@ -46,6 +49,8 @@ def _write(directory: str, step: int, write) -> None:
 def write_run_summaries(directory: str, config: ExperimentConfig, step: int = 0) -> None:
     """Writes the configuration text and starts the HParams session of the run in `directory`.
 
+    The results folder is emptied first: it holds the session of this configuration only.
+
     Args:
         directory: the run folder (the model directory).
         config: the resolved configuration.
@@ -53,6 +58,7 @@ def write_run_summaries(directory: str, config: ExperimentConfig, step: int = 0)
     """
     name = os.path.basename(os.path.normpath(os.path.abspath(directory)))
     _write(directory, step, lambda: tf.summary.text("config", f"```json\n{config.to_json()}\n```"))
+    shutil.rmtree(os.path.join(directory, RESULTS), ignore_errors=True)
     _write(os.path.join(directory, RESULTS), step, lambda: hparams_api.hparams(hparam_values(config), trial_id=name))
 
 

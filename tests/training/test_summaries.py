@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import os
 import sys
 
 import numpy as np
@@ -10,7 +12,8 @@ from bert4rec_tf.config import preset
 from bert4rec_tf.report_figures import attention_head_pixels
 from bert4rec_tf.training.callbacks import CheckpointAndValidate
 from bert4rec_tf.training.run_folder import RunFolder, fresh_state
-from bert4rec_tf.training.summaries import hparam_values
+from bert4rec_tf.training.summaries import hparam_values, write_results, write_run_summaries
+from tests.conftest import event_values
 
 MATRIX = np.linspace(0.0, 1.0, 100).reshape(10, 10)
 
@@ -33,3 +36,22 @@ def test_hparams_are_the_flattened_configuration():
     assert values["model.name"] == "sasrec" and values["data.max_len"] == 200
     assert values["train.learning_rate"] == 1e-3 and values["data.static_instances"] is False
     assert len(values) == sum(len(section) for section in config.to_dict().values())
+
+
+def test_a_resumed_run_starts_its_hparams_session_anew(tmp_path):
+    from tensorboard.plugins.hparams import metadata
+
+    run = str(tmp_path / "run")
+    config = preset("beauty")
+    config.train.train_steps = 20
+    write_run_summaries(run, config)
+    write_results(run, {"pop": {"HR@10": 0.5}}, None, step=20)
+    config.train.train_steps = 30   # resumed with more steps
+    write_run_summaries(run, config, step=20)
+    files = glob.glob(os.path.join(run, "results", "events.*"))
+    starts = [value for path in files for _, value in event_values(path)
+              if value.tag == metadata.SESSION_START_INFO_TAG]
+    assert len(files) == len(starts) == 1
+    session = metadata.parse_session_start_info_plugin_data(starts[0].metadata.plugin_data.content)
+    assert session.hparams["train.train_steps"].number_value == 30 and session.group_name == "run"
+    assert len(glob.glob(os.path.join(run, "events.*"))) == 2   # the configuration text of both starts
