@@ -68,8 +68,9 @@ def validation_loss_function(model, histories: np.ndarray, targets: np.ndarray, 
                              users: int = LOSS_USERS, batch_size: int = 256):
     """A function of no argument giving the model's current validation loss, or None for POP.
 
-    The instances (`loss_instances`) are made once, for at most `users` users spread evenly over
-    all of them; each call runs the model on them without dropout, `batch_size` users at a time.
+    The instances (`loss_instances`) are made and the model's loss traced once, here, for at most
+    `users` users spread evenly over all of them; each call runs the model on them without dropout,
+    `batch_size` users at a time.
 
     Args:
         model: a `SequentialRecommender` (the one being trained: the function reads its weights).
@@ -86,7 +87,11 @@ def validation_loss_function(model, histories: np.ndarray, targets: np.ndarray, 
         return model.compute_loss(x=batch, y_pred=model(batch, training=False))
 
     if isinstance(model, keras.Model):
-        batch_loss = tf.function(batch_loss, reduce_retracing=True)
+        # One graph for every batch size, traced now: before training, not in its first validation.
+        signature = {name: tf.TensorSpec((None,) + value.shape[1:], tf.as_dtype(value.dtype))
+                     for name, value in features.items()}
+        batch_loss = tf.function(batch_loss, input_signature=[signature])
+        batch_loss.get_concrete_function()
 
     def loss() -> float:
         total = 0.0
