@@ -145,6 +145,42 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
     return _save(figure, path)
 
 
+def _attention_panel(figure, axis, matrix: np.ndarray, title: str, last_label: str = "[mask]",
+                     query_label: bool = True) -> None:
+    """One heat map of `attention_figure`: rows queries, columns keys, the window's last position named
+    `last_label`, earlier ones by their offset from it (-1, -2, ...), with a colour bar."""
+    last = len(matrix)
+    labels = [str(i - last + 1) for i in range(last - 1)] + [last_label]
+    image = axis.imshow(matrix, cmap="viridis", vmin=0)
+    axis.set_title(title)
+    axis.set_xticks(range(last), labels, fontsize=7, rotation=90)
+    axis.set_yticks(range(last), labels, fontsize=7)
+    axis.set_xlabel("key position")
+    if query_label:
+        axis.set_ylabel("query position")
+    figure.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
+
+
+def attention_head_pixels(matrix: np.ndarray, title: str, last_label: str = "[mask]", dpi: int = 100) -> np.ndarray:
+    """One head's heat map drawn as in `attention_figure` (axes, position labels, colour bar), as uint8
+    pixels [1, height, width, 3] for a TensorBoard image summary.
+
+    Args:
+        matrix: float [last, last] attention among the window's positions (rows queries).
+        title: the panel's title.
+        last_label: the name of the window's last position ("[mask]" for the Cloze models).
+        dpi: pixels per inch of the 4.6 x 4 inch figure.
+    """
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(4.6, 4.0), dpi=dpi, layout="constrained")
+    try:
+        _attention_panel(figure, axis, matrix, title, last_label)
+        figure.canvas.draw()
+        return np.asarray(figure.canvas.buffer_rgba())[None, :, :, :3].copy()
+    finally:
+        plt.close(figure)
+
+
 def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 10) -> str:
     """The paper's heat-map figure: the average attention among the last `last` positions ([mask]
     last) of the validation histories, one panel per layer and head, rows queries, columns keys."""
@@ -157,20 +193,12 @@ def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 1
     histories = evaluation_histories(prepared.sequences(), "valid", config.data.max_len)[0][:users]
     weights = average_last_attention(model, histories, last)  # [layers, heads, last, last]
     layers, heads = weights.shape[:2]
-    labels = [str(i - last + 1) for i in range(last - 1)] + ["[mask]"]
     figure, axes = plt.subplots(layers, heads, figsize=(4.6 * heads, 4.0 * layers), squeeze=False)
     figure.subplots_adjust(wspace=0.35, hspace=0.45)
     for layer in range(layers):
         for head in range(heads):
-            axis = axes[layer][head]
-            image = axis.imshow(weights[layer, head], cmap="viridis", vmin=0)
-            axis.set_title(f"layer {layer + 1}, head {head + 1}")
-            axis.set_xticks(range(last), labels, fontsize=7, rotation=90)
-            axis.set_yticks(range(last), labels, fontsize=7)
-            axis.set_xlabel("key position")
-            if head == 0:
-                axis.set_ylabel("query position")
-            figure.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
+            _attention_panel(figure, axes[layer][head], weights[layer, head], f"layer {layer + 1}, head {head + 1}",
+                             query_label=head == 0)
     run = os.path.basename(os.path.normpath(model_dir))
     figure.suptitle(f"{run}: average attention over the last {last} positions ({len(histories)} validation users)")
     return _save(figure, path)

@@ -42,12 +42,20 @@ def toy_sequences(num_users: int = 12, num_items: int = 400, seed: int = 0) -> d
             for u in range(1, num_users + 1)}
 
 
+def event_values(path: str) -> list[tuple[int, object]]:
+    """The summary values of one TensorBoard event file as (step, `Summary.Value`) pairs, in order."""
+    import tensorflow as tf
+
+    return [(event.step, value) for event in tf.compat.v1.train.summary_iterator(path)
+            for value in event.summary.value]
+
+
 def event_scalars(path: str) -> dict[str, dict[int, float]]:
-    """The scalars {tag: {step: value}} of one TensorBoard event file."""
+    """The scalars {tag: {step: value}} of one TensorBoard event file (images, text and hparams left out)."""
     import tensorflow as tf
 
     values: dict[str, dict[int, float]] = {}
-    for event in tf.compat.v1.train.summary_iterator(path):
-        for value in event.summary.value:
-            values.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+    for step, value in event_values(path):
+        if value.metadata.plugin_data.plugin_name == "scalars":
+            values.setdefault(value.tag, {})[step] = float(tf.make_ndarray(value.tensor))
     return values

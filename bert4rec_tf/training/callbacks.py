@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 
 import keras
@@ -14,6 +15,7 @@ from keras import ops
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.evaluator import format_table
 from bert4rec_tf.files import write_json_atomic
+from bert4rec_tf.report_figures import attention_head_pixels
 from bert4rec_tf.training.run_folder import RunFolder
 
 SELECTION_METRIC = ("pop", "NDCG@10")
@@ -97,13 +99,20 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         state: the resume state (see `run_folder.fresh_state`), updated in place.
         batch_size: instances per step, to count the stream position in instances.
         attention_histories: validation histories whose average attention over the last 10
-            positions is logged as heat-map images, per layer and head (None: no heat maps).
+            positions is logged as heat-map images, per layer and head (None: no heat maps). The
+            images are the report's labelled figure (`report_figures.attention_head_pixels`); without
+            matplotlib they are bare colour squares, and a line on stderr says so once.
         clock: seconds of training and validation the run has had, over all its processes.
+        validation_loss: a function of no argument giving the model's loss on validation instances
+            (`evaluation.validation_loss`), logged as "loss" beside the validation metrics and as
+            "validation_loss" in the curve; None: not logged.
     """
 
     def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
-                 attention_histories: np.ndarray | None = None, clock=None):
+                 attention_histories: np.ndarray | None = None, clock=None, validation_loss=None):
         super().__init__()
+        self.validation_loss = validation_loss
+        self._bare_heat_maps = False
         self.clock = clock
         self.attention_histories = attention_histories
         self.run = run
@@ -123,16 +132,21 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.state["step"] = step
         if self.validate is not None:
             results = self.validate(self.model)
+            point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
+            if self.validation_loss is not None:
+                point["validation_loss"] = self.validation_loss()
             with self.writer.as_default(step=step), tf.summary.record_if(True):
+                if "validation_loss" in point:
+                    tf.summary.scalar("loss", point["validation_loss"])
                 for protocol, values in results.items():
                     for name, value in values.items():
                         tf.summary.scalar(f"{protocol}/{name}", value)
-            point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
             if self.clock is not None:
                 point["seconds"] = round(self.clock(), 1)  # training and validation time so far
             self.state["curve"].append({**point, **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
-            print(f"\nvalidation at step {step}:\n{format_table(results)}")
+            shown = f" (loss {point['validation_loss']:.4f})" if "validation_loss" in point else ""
+            print(f"\nvalidation at step {step}{shown}:\n{format_table(results)}")
             if math.isfinite(score) and (self.state["best"] is None or score > self.state["best"]):
                 self.state.update(best=score, best_step=step, since_best=0)
                 self._save_weights("best.weights.h5")
@@ -156,11 +170,25 @@ class CheckpointAndValidate(keras.callbacks.Callback):
             maps = average_last_attention(self.model, self.attention_histories, last=ATTENTION_WINDOW)
         except ValueError:  # no validation sequence is that long
             return
+        last_label = "[mask]" if hasattr(self.model, "mask_token") else "newest item"
         with self.writer.as_default(step=step), tf.summary.record_if(True):
-            for layer, heads in enumerate(maps):
-                for head, matrix in enumerate(heads):
-                    tf.summary.image(f"attention/layer_{layer}/head_{head}", heatmap_image(matrix))
+            for layer, heads in enumerate(maps, start=1):
+                for head, matrix in enumerate(heads, start=1):
+                    tf.summary.image(f"attention/layer_{layer}/head_{head}",
+                                     self._heat_map(matrix, f"layer {layer}, head {head}", last_label))
         self.writer.flush()
+
+    def _heat_map(self, matrix: np.ndarray, title: str, last_label: str) -> np.ndarray:
+        """The labelled heat map, or the bare one (said once on stderr) when matplotlib is absent."""
+        if not self._bare_heat_maps:
+            try:
+                return attention_head_pixels(matrix, title, last_label)
+            except ImportError:
+                self._bare_heat_maps = True
+                print("TensorBoard: matplotlib is not installed, so the attention heat maps are logged as bare "
+                      "colour squares, without axes, position labels or colour bar (pip install -e \".[report]\")",
+                      file=sys.stderr)
+        return heatmap_image(matrix)
 
     def _save_weights(self, name: str) -> None:
         os.makedirs(self.run.checkpoints, exist_ok=True)

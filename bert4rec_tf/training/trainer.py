@@ -3,7 +3,7 @@
 Model directory layout (see also `bert4rec_tf.training.run_folder`):
     config.json, run.json       the resolved configuration and the data the run is bound to
     checkpoints/                resume point (latest.weights.h5, state.json) and best.weights.h5
-    train/, validation/         TensorBoard logs
+    event files, train/, validation/, results/   TensorBoard (see `bert4rec_tf.training.summaries`)
     validation.json             the validation curve
     model.keras                 the exported model
     export/                     the serving SavedModel and vocab.txt (escaped raw id <TAB> model id)
@@ -32,6 +32,7 @@ from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_hist
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.evaluator import evaluate
+from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.models import SequentialRecommender, build_model
@@ -39,6 +40,7 @@ from bert4rec_tf.training.callbacks import (CheckpointAndValidate, PaceMeter, St
                                            seed_generators)
 from bert4rec_tf.training.optimization import WarmupLinearDecay, make_optimizer
 from bert4rec_tf.training.run_folder import RunFolder
+from bert4rec_tf.training.summaries import write_results, write_run_summaries
 
 ATTENTION_USERS = 512
 
@@ -245,14 +247,17 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
             for generator, value in zip(seed_generators(model), state["seed_states"], strict=True):
                 generator.state.assign(np.asarray(value, dtype=generator.state.dtype))
     run.record(config, prepared)
+    write_run_summaries(run.directory, config, state["step"])
 
-    validate = None
+    validate = validation_loss = None
     validation_histories = None
     if config.data.split == "valid":
         def validate(m):
             return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=("pop", "full"))
 
-        validation_histories = evaluation_histories(sequences, "valid", config.data.max_len)[0][:ATTENTION_USERS]
+        histories, targets = evaluation_histories(sequences, "valid", config.data.max_len)
+        validation_histories = histories[:ATTENTION_USERS]
+        validation_loss = validation_loss_function(model, histories, targets, candidates["uniform_valid"])
     if trainable:
         stream = training_stream(model, config, prepared, train)
         started, earlier = time.monotonic(), state["seconds"]
@@ -261,7 +266,8 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
             return earlier + time.monotonic() - started
 
         checkpointing = CheckpointAndValidate(run, validate, patience, state, config.train.batch_size,
-                                              validation_histories if hasattr(model, "encode") else None, clock)
+                                              validation_histories if hasattr(model, "encode") else None, clock,
+                                              validation_loss)
         pace = PaceMeter()
         callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every)),
                      pace]
@@ -303,6 +309,8 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
     if validate is not None and os.path.isfile(best):
         load_checkpoint(model, best)
     results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
+    best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
+    write_results(run.directory, results, best_point, state["step"])
     temporary = run.path(f"tmp-{os.getpid()}-model.keras")
     model.save(temporary)
     os.replace(temporary, run.path("model.keras"))

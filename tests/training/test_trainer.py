@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -12,8 +13,9 @@ import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from tests.conftest import REPO, toy_sequences, write_pairs
+from tests.conftest import REPO, event_scalars, event_values, toy_sequences, write_pairs
 
 TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
         "--config", "model.num_heads=2", "--config", "model.intermediate_size=16", "--config", "model.num_layers=1",
@@ -122,25 +124,80 @@ def test_evaluate_and_recommend_commands_read_the_finished_run(finished_run):
     assert not {line.split()[1] for line in lines} & set(history.split())
 
 
-def event_tags(directory: str) -> set[str]:
-    """The summary tags written into the TensorBoard event files of `directory`."""
-    import tensorflow as tf
+def event_files(directory: str) -> list[str]:
+    """The TensorBoard event files directly in `directory`."""
+    return sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*")))
 
-    tags = set()
-    for name in os.listdir(directory):
-        for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
-            tags.update(value.tag for value in event.summary.value)
-    return tags
+
+def folder_scalars(directory: str) -> dict[str, dict[int, float]]:
+    """The scalars {tag: {step: value}} of every event file in `directory`."""
+    values: dict[str, dict[int, float]] = {}
+    for path in event_files(directory):
+        for tag, points in event_scalars(path).items():
+            values.setdefault(tag, {}).update(points)
+    return values
+
+
+def folder_values(directory: str) -> dict[str, list]:
+    """Every summary value of the event files in `directory`: {tag: [Summary.Value, ...]}."""
+    values: dict[str, list] = {}
+    for path in event_files(directory):
+        for _, value in event_values(path):
+            values.setdefault(value.tag, []).append(value)
+    return values
 
 
 def test_tensorboard_logs_training_validation_and_attention(finished_run):
     _, model_dir, stdout = finished_run
-    train = event_tags(os.path.join(model_dir, "train"))
-    assert {"loss", "grad_norm", "learning_rate"} <= train, train
-    validation = event_tags(os.path.join(model_dir, "validation"))
-    assert {"pop/HR@10", "pop/NDCG@10", "full/Recall@20", "full/MRR"} <= validation, validation
-    assert {"attention/layer_0/head_0", "attention/layer_0/head_1"} <= validation, validation
+    train = folder_scalars(os.path.join(model_dir, "train"))
+    assert {"loss", "grad_norm", "learning_rate"} <= set(train), train
+    validation = folder_scalars(os.path.join(model_dir, "validation"))
+    assert {"pop/HR@10", "pop/NDCG@10", "full/Recall@20", "full/MRR"} <= set(validation), validation
     assert "grad_norm" in stdout and "learning_rate" in stdout
+    # The validation loss at every validation, as in the curve and the printed table.
+    with open(os.path.join(model_dir, "validation.json")) as handle:
+        curve = json.load(handle)
+    assert sorted(validation["loss"]) == [point["step"] for point in curve] == [5, 10, 15, 20, 25, 30]
+    for point in curve:
+        assert validation["loss"][point["step"]] == pytest.approx(point["validation_loss"])
+        assert f"validation at step {point['step']} (loss {point['validation_loss']:.4f}):" in stdout
+    # The heat maps are the labelled figure (4.6 x 4 inches at 100 dpi), one per layer and head.
+    images = folder_values(os.path.join(model_dir, "validation"))
+    assert {"attention/layer_1/head_1", "attention/layer_1/head_2"} <= set(images), set(images)
+    for value in images["attention/layer_1/head_1"]:
+        width, height = (int(size) for size in tf.make_ndarray(value.tensor)[:2])
+        assert (width, height) == (460, 400)
+
+
+def test_tensorboard_holds_the_config_and_an_hparams_session_with_the_results(finished_run):
+    from tensorboard.plugins.hparams import metadata
+
+    _, model_dir, _ = finished_run
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        config = json.load(handle)
+    with open(os.path.join(model_dir, "results.json")) as handle:
+        finished = json.load(handle)
+    with open(os.path.join(model_dir, "validation.json")) as handle:
+        best = next(point for point in json.load(handle) if point["step"] == finished["best_step"])
+    text = folder_values(model_dir)["config"]
+    assert len(text) == 1
+    shown = tf.make_ndarray(text[0].tensor).item().decode()
+    assert json.loads(shown.removeprefix("```json").removesuffix("```")) == config
+    values = folder_values(os.path.join(model_dir, "results"))
+    start = metadata.parse_session_start_info_plugin_data(
+        values[metadata.SESSION_START_INFO_TAG][0].metadata.plugin_data.content)
+    assert start.group_name == "whole"   # the run folder's name
+    hparams = {name: getattr(value, value.WhichOneof("kind")) for name, value in start.hparams.items()}
+    flat = {f"{section}.{name}": value for section, fields in config.items() for name, value in fields.items()}
+    assert hparams == pytest.approx(flat)
+    results = folder_scalars(os.path.join(model_dir, "results"))
+    expected = {f"test/{protocol}/{name}": value for protocol, metrics in finished["test"].items()
+                for name, value in metrics.items()}
+    expected.update({f"validation_best/{name}": value for name, value in best.items() if "/" in name})
+    expected["validation_best/loss"] = best["validation_loss"]
+    assert set(results) == set(expected) and len(expected) == 17 + 11 + 1
+    for tag, value in expected.items():
+        assert results[tag] == {30: pytest.approx(value)}, tag
 
 
 def test_mirrored_strategy_on_two_cpu_devices_follows_the_single_device_loss(toy_file, tmp_path):

@@ -1,0 +1,72 @@
+"""The validation loss of every model against its loss written out by hand from the model's scores."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.constants import vocab_size
+from bert4rec_tf.evaluation.validation_loss import loss_instances, validation_loss_function
+from bert4rec_tf.models import build_model
+
+NUM_ITEMS = 12
+HISTORIES = np.array([[1, 2, 3, 4, 5, 6, 7], [5, 0, 0, 0, 0, 0, 0], [7, 8, 9, 10, 11, 0, 0],
+                      [2, 4, 6, 0, 0, 0, 0], [3, 1, 0, 0, 0, 0, 0]])
+TARGETS = np.array([8, 6, 12, 7, 9])
+NEGATIVES = np.array([[9, 10, 11, 12, 2, 3], [1, 2, 3, 4, 7, 8], [1, 2, 3, 4, 5, 6], [1, 3, 5, 8, 9, 10],
+                      [2, 4, 5, 6, 7, 8]])
+
+
+def build(name: str, loss: str = "ce"):
+    keras.utils.set_random_seed(3)
+    return build_model(ModelConfig(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=6, hidden_size=8,
+                                   num_heads=2, intermediate_size=16, num_layers=1, hidden_dropout=0.5,
+                                   attention_dropout=0.5, loss=loss))
+
+
+def softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def by_hand(model, users: np.ndarray) -> float:
+    """The model's loss at each user's validation target from `score_next` and the item table."""
+    histories, targets, negatives = HISTORIES[users], TARGETS[users], NEGATIVES[users]
+    scores = keras.ops.convert_to_numpy(model.score_next(histories, training=False)).astype(np.float64)
+    rows = np.arange(len(users))
+    cross_entropy = np.log(np.exp(scores).sum(axis=1)) - scores[rows, targets]
+    name, config = model.model_config.name, model.model_config
+    if name == "sasrec" and config.loss == "bce":
+        return float(np.mean(softplus(-scores[rows, targets]) + softplus(scores[rows, negatives[:, 0]])))
+    if name == "bert4rec_match":
+        user = keras.ops.convert_to_numpy(model.user_representation(histories, training=False)).astype(np.float64)
+        table = keras.ops.convert_to_numpy(model.embedding.item_embeddings).astype(np.float64)
+        positive = (user * table[targets]).sum(axis=1)
+        negative = np.einsum("ud,und->un", user, table[negatives[:, :config.match_negatives]]).mean(axis=1)
+        matching = softplus(-config.match_scale * positive) + softplus(config.match_scale * negative)
+        return float(cross_entropy.mean() + matching.mean())
+    return float(cross_entropy.mean())
+
+
+@pytest.mark.parametrize("name,loss", [("bert4rec", "ce"), ("sasrec", "bce"), ("sasrec", "ce"),
+                                       ("bert4rec_match", "ce")])
+def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(name, loss):
+    model = build(name, loss)
+    every = validation_loss_function(model, HISTORIES, TARGETS, NEGATIVES)
+    first, second = every(), every()
+    assert first == second                                   # no dropout: the same value twice
+    np.testing.assert_allclose(first, by_hand(model, np.arange(5)), rtol=1e-4)
+    # At most `users` users, spread evenly: 0, 2 and 4 of 5, in batches of 2.
+    some = validation_loss_function(model, HISTORIES, TARGETS, NEGATIVES, users=3, batch_size=2)
+    np.testing.assert_allclose(some(), by_hand(model, np.array([0, 2, 4])), rtol=1e-4)
+
+
+def test_cloze_instances_mask_the_appended_mask_and_pop_has_none():
+    model = build("bert4rec")
+    features = loss_instances(model, HISTORIES[:2], TARGETS[:2], NEGATIVES[:2])
+    # The last max_len - 1 = 5 items, then [MASK] (id 13) at position 5; user 2: [MASK] at position 1.
+    np.testing.assert_array_equal(features["input_ids"], [[3, 4, 5, 6, 7, 13], [5, 13, 0, 0, 0, 0]])
+    np.testing.assert_array_equal(features["masked_lm_positions"], [[5], [1]])
+    np.testing.assert_array_equal(features["masked_lm_ids"], [[8], [6]])
+    assert validation_loss_function(build("pop"), HISTORIES, TARGETS, NEGATIVES) is None
