@@ -2,7 +2,8 @@
 
 Without fusion, TensorFlow runs every element-wise op of a chain as its own kernel, each reading
 and writing the whole tensor: the attention's mask, softmax and dropout on [batch, heads, N, N]
-take about 13 passes forward and 10 backward, and the exact GELU on [batch, N, 4d] about 5 and 8.
+take about 13 passes forward and 10 backward, the exact GELU on [batch, N, 4d] about 5 and 8, and a
+dropout (random bits, comparison, factors, product) 4 and 1.
 Here each chain is a function compiled by XLA (`jit_compile=True`), which fuses it into one loop,
 inside the otherwise unchanged graph (the matrix products stay TensorFlow's oneDNN kernels). The
 gradients are written by hand (`tf.custom_gradient`) and fused the same way; the dropout mask is
@@ -55,6 +56,32 @@ def gelu(x):
 
 def _scale(rate: float) -> float:
     return 1.0 / (1.0 - rate)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _dropout_kernel(x, seed, rate):
+    return tf.where(_keep_mask(tf.shape(x), rate, seed), x * tf.cast(_scale(rate), x.dtype), tf.zeros_like(x))
+
+
+def dropout(x, rate: float, seed):
+    """Zeroes each element with probability `rate` and scales the rest by 1 / (1 - rate), one fused
+    pass forward and one backward (the same mask, drawn again from `seed`).
+
+    Args:
+        x: float tensor.
+        rate: drop probability in (0, 1) (a Python float: one compiled kernel per rate).
+        seed: int32 [2] stateless seed.
+
+    Returns:
+        A tensor shaped like `x`.
+    """
+    seed = tf.convert_to_tensor(seed, tf.int32)
+
+    @tf.custom_gradient
+    def fused(x):
+        return _dropout_kernel(x, seed, rate), lambda upstream: _dropout_kernel(upstream, seed, rate)
+
+    return fused(x)
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
