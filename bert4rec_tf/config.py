@@ -116,10 +116,10 @@ class TrainConfig:
     `train_steps` then only caps the steps. `recipe` records the name of `RECIPES` whose settings the
     run started from (before the command's own overrides); "paper": the preset as it is.
 
-    `length_groups` (padding-aware batches, see `bert4rec_tf.data.pipeline.length_grouped`): the
-    instances of that many consecutive batches are sorted by length, re-cut into batches and each
-    batch trimmed to its longest sequence; 1 trims without sorting; 0 keeps full-width batches in
-    stream order, as the original code.
+    `length_groups` (padding-aware batches, see `bert4rec_tf.data.pipeline.length_grouped`): 1 (the
+    default) trims each batch to its longest sequence, the batches as in the stream; N > 1 also sorts
+    the instances of N consecutive batches by length before cutting them into batches (narrower
+    batches, but it learned less per step on Beauty); 0 keeps full-width batches, as the original code.
     """
 
     batch_size: int = 256
@@ -130,7 +130,7 @@ class TrainConfig:
     clip_norm: float = constants.CLIP_NORM
     dynamic_masking: bool = False
     time_budget: float = 0.0
-    length_groups: int = 16
+    length_groups: int = 1
     recipe: str = "paper"
 
 
