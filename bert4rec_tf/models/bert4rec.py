@@ -234,13 +234,18 @@ class BERT4Rec(SequentialRecommender):
         Returns:
             Scalar float32 loss.
         """
+        labels, weights = self._slot_labels_and_weights(x, y)
+        return masked_lm_loss(labels, y_pred, weights)
+
+    def _slot_labels_and_weights(self, x, y=None):
+        """The true items and weights of the masked slots, laid out as the logits of `call`."""
         labels = x["masked_lm_ids"] if y is None else y
         weights = x["masked_lm_weights"]
         if self.packed:
             index = real_slot_indices(weights, self.packed_capacity)
             labels = ops.take(ops.reshape(labels, (-1,)), index)  # [num_real]
             weights = ops.take(ops.reshape(weights, (-1,)), index)  # [num_real]
-        return masked_lm_loss(labels, y_pred, weights)
+        return labels, weights
 
     def get_config(self) -> dict:
         config = super().get_config()
