@@ -47,7 +47,8 @@ def planted_order_sequences(num_users: int = 300, num_items: int = 60, lengths: 
     """Users whose items mostly follow one hidden order of the items, ids as strings.
 
     Each user starts at a random item; every next item is the successor of the current one in a
-    hidden cyclic order with probability `follow`, else an item drawn with Zipf-like popularity (the k-th most popular item's weight 1 / k ** `skew`).
+    hidden cyclic order with probability `follow`, else an item drawn with Zipf-like popularity (the
+    k-th most popular item weighs 1 / k ** `skew`).
     A sequence model that learns the order predicts the next item far better than popularity.
 
     Args:
@@ -67,7 +68,8 @@ def planted_order_sequences(num_users: int = 300, num_items: int = 60, lengths: 
     for user in range(1, num_users + 1):
         items = [int(rng.choice(num_items, p=popularity))]
         for _ in range(int(rng.integers(lengths[0], lengths[1] + 1)) - 1):
-            items.append(int(successor[items[-1]]) if rng.random() < follow else int(rng.choice(num_items, p=popularity)))
+            follows = rng.random() < follow
+            items.append(int(successor[items[-1]]) if follows else int(rng.choice(num_items, p=popularity)))
         sequences[f"u{user}"] = [f"i{item + 1}" for item in items]
     return sequences
 

@@ -20,7 +20,6 @@ from bert4rec_tf.training.trainer import training_stream
 from tests.conftest import planted_order_sequences, write_pairs
 
 STEPS = 300
-MAX_LEN = 20
 # Tiny dimensions and a fast rate; the rest of each model's preset is kept.
 TINY = ["max_len=20", "model.hidden_size=16", "model.num_heads=2", "model.intermediate_size=32",
         "model.hidden_dropout=0.1", "model.attention_dropout=0.1", "batch_size=32", "learning_rate=1e-2",
@@ -40,7 +39,8 @@ def test_every_trainable_model_is_covered():
 def source(tmp_path_factory):
     """The planted-order data set as a `user item` file, and a folder for its preparations."""
     root = tmp_path_factory.mktemp("planted")
-    return write_pairs(str(root / "planted.txt"), planted_order_sequences(num_users=400, num_items=100, follow=0.9)), str(root / "data")
+    sequences = planted_order_sequences(num_users=400, num_items=100, follow=0.9)
+    return write_pairs(str(root / "planted.txt"), sequences), str(root / "data")
 
 
 def full_recall(model_name: str, overrides: list[str], source) -> float:
@@ -55,10 +55,11 @@ def full_recall(model_name: str, overrides: list[str], source) -> float:
     model = build_model(config.model)
     model.fit_statistics(train)
     if model.trainable_variables:
-        schedule = WarmupLinearDecay(config.train.learning_rate, config.train.warmup_steps, STEPS)
+        schedule = WarmupLinearDecay(config.train.learning_rate, config.train.warmup_steps, config.train.train_steps)
         model.compile(optimizer=make_optimizer(config.train, model.trainable_variables, schedule))
-        model.fit(training_stream(model, config, prepared, train)(0), epochs=1, steps_per_epoch=STEPS, verbose=0)
-    return evaluate(model, sequences, "test", MAX_LEN, protocols=("full",))["full"]["Recall@10"]
+        model.fit(training_stream(model, config, prepared, train)(0), epochs=1,
+                  steps_per_epoch=config.train.train_steps, verbose=0)
+    return evaluate(model, sequences, "test", config.data.max_len, protocols=("full",))["full"]["Recall@10"]
 
 
 @pytest.fixture(scope="module")
