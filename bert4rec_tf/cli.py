@@ -49,7 +49,7 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
             out of range.
     """
     config = preset(dataset, model)
-    for key, value in (recipe_overrides(recipe, dataset) if recipe else {}).items():
+    for key, value in (recipe_overrides(recipe, dataset, model) if recipe else {}).items():
         config.override(key, value)
     for override in overrides:
         if "=" not in override:

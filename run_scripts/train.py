@@ -31,8 +31,8 @@ flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time 
                     "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
 flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings for a short run on a CPU, applied to the preset "
                   "before the other flags: cpu-30m, cpu-1h and cpu-2h (a time budget with the batch, rate, masking, "
-                  "dropout, warm-up and length chosen for each data set), paper (the preset as it is). See README, "
-                  "Short-budget recipes.")
+                  "dropout, warm-up and length chosen for each data set and model), paper (the preset as it is). See "
+                  "README, Short-budget recipes.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
 flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
