@@ -94,7 +94,7 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
             out of range, or an override of `train.recipe` (the recipe is chosen with `--recipe`).
     """
     config = preset(dataset, model)
-    for key, value in recipe_overrides(recipe or "paper", dataset).items():
+    for key, value in recipe_overrides(recipe or "paper", dataset, model).items():
         config.override(key, value)
     config.train.recipe = recipe or "paper"
     for override in overrides:

@@ -50,6 +50,38 @@ def event_values(path: str) -> list[tuple[int, object]]:
             for value in event.summary.value]
 
 
+def planted_order_sequences(num_users: int = 300, num_items: int = 60, lengths: tuple[int, int] = (8, 20),
+                            follow: float = 0.8, skew: float = 1.0, seed: int = 0) -> dict[str, list[str]]:
+    """Users whose items mostly follow one hidden order of the items, ids as strings.
+
+    Each user starts at a random item; every next item is the successor of the current one in a
+    hidden cyclic order with probability `follow`, else an item drawn with Zipf-like popularity (the
+    k-th most popular item weighs 1 / k ** `skew`).
+    A sequence model that learns the order predicts the next item far better than popularity.
+
+    Args:
+        num_users, num_items: users "u1".. and items "i1"..; item ids are strings.
+        lengths: the shortest and longest sequence (inclusive).
+        follow: the chance that the next item is the successor.
+        skew: the popularity exponent.
+        seed: the generator's seed.
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(num_items)
+    successor = np.empty(num_items, dtype=np.int64)
+    successor[order] = np.roll(order, -1)
+    popularity = 1.0 / np.arange(1, num_items + 1) ** skew
+    popularity = rng.permutation(popularity / popularity.sum())
+    sequences = {}
+    for user in range(1, num_users + 1):
+        items = [int(rng.choice(num_items, p=popularity))]
+        for _ in range(int(rng.integers(lengths[0], lengths[1] + 1)) - 1):
+            follows = rng.random() < follow
+            items.append(int(successor[items[-1]]) if follows else int(rng.choice(num_items, p=popularity)))
+        sequences[f"u{user}"] = [f"i{item + 1}" for item in items]
+    return sequences
+
+
 def event_scalars(path: str) -> dict[str, dict[int, float]]:
     """The scalars {tag: {step: value}} of one TensorBoard event file (images, text and hparams left out)."""
     import tensorflow as tf

@@ -9,7 +9,7 @@ from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
 from bert4rec_tf.models.base import SequentialRecommender, run_blocks, transformer_blocks
 from bert4rec_tf.models.history import last_items
-from bert4rec_tf.models.losses import masked_lm_loss, tied_softmax_cross_entropy, weighted_mean
+from bert4rec_tf.models.losses import masked_lm_loss, pooled_mean, tied_softmax_cross_entropy
 
 
 def real_slot_indices(masked_lm_weights, capacity: int | None = None):
@@ -172,10 +172,11 @@ class BERT4Rec(SequentialRecommender):
     def training_loss(self, features: dict, labels=None):
         """The training step's loss, equal to `compute_loss(features, labels, self(features, training=True))`,
         computed without forming the logits' gradient (`tied_softmax_cross_entropy`)."""
-        return self._masked_loss(features, labels, self.encode(features, training=True))
+        return pooled_mean(self._masked_slot_losses(features, labels, self.encode(features, training=True)))
 
-    def _masked_loss(self, features: dict, labels, sequence_output):
-        """The masked-item loss of `compute_loss` from the sequence output [batch, seq, hidden], fused."""
+    def _masked_slot_losses(self, features: dict, labels, sequence_output):
+        """(cross-entropy, weight) of every masked slot, flat, from the sequence output [batch, seq, hidden],
+        the head and the loss fused."""
         flat_positions = ops.reshape(self._slot_positions(features, ops.shape(sequence_output)[1]), (-1,))
         flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
         hidden = self.head.transform_hidden(ops.cast(ops.take(flat_output, flat_positions, axis=0), "float32"))
@@ -183,7 +184,7 @@ class BERT4Rec(SequentialRecommender):
         vocab = self.model_config.vocab_size
         losses = tied_softmax_cross_entropy(hidden, self.embedding.item_embeddings[:vocab],
                                             self.head.output_bias[:vocab], ops.reshape(labels, (-1,)))
-        return weighted_mean(losses, ops.reshape(weights, (-1,)))
+        return losses, ops.reshape(weights, (-1,))
 
     def _slot_targets(self, features: dict, labels=None):
         """(true items, weights) of the masked slots, laid out as `_slot_positions`."""

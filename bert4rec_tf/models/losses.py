@@ -84,10 +84,31 @@ def tied_softmax_cross_entropy(hidden, table, bias, labels):
                  tf.convert_to_tensor(bias, tf.float32))
 
 
-def weighted_mean(losses, weights):
-    """sum(w * losses) / (sum(w) + LOSS_EPSILON), in float32."""
-    weights = ops.cast(weights, "float32")
-    return ops.sum(weights * ops.cast(losses, "float32")) / (ops.sum(weights) + LOSS_EPSILON)
+def pooled_mean(*terms):
+    """One weighted mean over several kinds of loss terms: sum(w * loss) / (sum(w) + LOSS_EPSILON).
+
+    Every term weighs by its own weight, whatever its kind, so a batch's loss is the mean over all
+    its predictions (e.g. the masked slots and the matching targets of BERT4Rec with matching).
+
+    Args:
+        *terms: (losses, weights) pairs, float [...] each with matching shapes within a pair.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    total = sum(ops.sum(ops.cast(weights, "float32") * ops.cast(losses, "float32")) for losses, weights in terms)
+    count = sum(ops.sum(ops.cast(weights, "float32")) for _, weights in terms)
+    return total / (count + LOSS_EPSILON)
+
+
+def masked_lm_losses(labels, logits):
+    """Cross-entropy of every masked slot, float32 [...] (any leading shape; see `masked_lm_loss`)."""
+    logits = ops.cast(logits, "float32")
+    classes = ops.shape(logits)[-1]
+    return ops.reshape(
+        sparse_softmax_cross_entropy(ops.reshape(ops.cast(labels, "int32"), (-1,)), ops.reshape(logits, (-1, classes))),
+        ops.shape(labels),
+    )  # [...]
 
 
 def masked_lm_loss(labels, logits, weights):
@@ -104,13 +125,7 @@ def masked_lm_loss(labels, logits, weights):
     Returns:
         Scalar float32 loss.
     """
-    logits = ops.cast(logits, "float32")
-    classes = ops.shape(logits)[-1]
-    cross_entropy = ops.reshape(
-        sparse_softmax_cross_entropy(ops.reshape(ops.cast(labels, "int32"), (-1,)), ops.reshape(logits, (-1, classes))),
-        ops.shape(labels),
-    )  # [...]
-    return weighted_mean(cross_entropy, weights)
+    return pooled_mean((masked_lm_losses(labels, logits), weights))
 
 
 def _gather_rows(table, ids):
@@ -136,9 +151,8 @@ def next_item_bce_loss(hidden, item_table, positive_ids, negative_ids):
     hidden = ops.cast(hidden, "float32")
     positive = ops.sum(hidden * _gather_rows(item_table, positive_ids), axis=-1)  # [batch, seq_len]
     negative = ops.sum(hidden * _gather_rows(item_table, negative_ids), axis=-1)  # [batch, seq_len]
-    weights = ops.cast(positive_ids != 0, "float32")
     losses = ops.softplus(-positive) + ops.softplus(negative)  # -log s(p) - log(1 - s(n))
-    return ops.sum(weights * losses) / (ops.sum(weights) + LOSS_EPSILON)
+    return pooled_mean((losses, positive_ids != 0))
 
 
 def next_item_ce_loss(hidden, item_table, positive_ids):
@@ -162,11 +176,10 @@ def next_item_ce_loss(hidden, item_table, positive_ids):
     return masked_lm_loss(labels, logits, ops.ones_like(labels, dtype="float32"))
 
 
-def matching_loss(user_vectors, item_table, positive_ids, negative_ids, scale: float, weights=None):
-    """The matching task's loss (Zhang & Li): the [UID] output against the last item and negatives.
+def matching_losses(user_vectors, item_table, positive_ids, negative_ids, scale: float):
+    """The matching task's loss per instance (Zhang & Li): the [UID] output against its matched item.
 
-    -(log s(c * e_pos . H_1) + log(1 - s(c * mean_j(e_neg_j . H_1)))), averaged over the instances
-    with weight 1 (instances without a matching target have weight 0).
+    -(log s(c * e_pos . H_1) + log(1 - s(c * mean_j(e_neg_j . H_1)))), float32 [batch].
 
     Args:
         user_vectors: [batch, d] H_1, the output at the [UID] token.
@@ -174,14 +187,8 @@ def matching_loss(user_vectors, item_table, positive_ids, negative_ids, scale: f
         positive_ids: int [batch] the matched item (the sequence's last item).
         negative_ids: int [batch, n] sampled negatives.
         scale: c.
-        weights: float [batch] instance weights (None: all 1).
-
-    Returns:
-        Scalar float32 loss.
     """
     user_vectors = ops.cast(user_vectors, "float32")
     positive = ops.sum(user_vectors * _gather_rows(item_table, positive_ids), axis=-1)  # [batch]
     negative = ops.mean(ops.einsum("bd,bnd->bn", user_vectors, _gather_rows(item_table, negative_ids)), axis=-1)
-    losses = ops.softplus(-scale * positive) + ops.softplus(scale * negative)  # [batch]
-    weights = ops.ones_like(losses) if weights is None else ops.cast(weights, "float32")
-    return ops.sum(weights * losses) / (ops.sum(weights) + LOSS_EPSILON)
+    return ops.softplus(-scale * positive) + ops.softplus(scale * negative)  # [batch]

@@ -34,7 +34,7 @@ flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time 
                     "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
 flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings applied to the preset before the other flags: "
                   "cpu-30m, cpu-1h and cpu-2h (a time budget with the batch, rate, masking, dropout, warm-up and "
-                  f"length chosen for each data set), paper (the preset as it is). Default: the recipe the run's "
+                  f"length chosen for each data set and model), paper (the preset as it is). Default: the recipe the run's "
                   f"config.json records when it resumes, else {cli.GPU_DEFAULT_RECIPE} with a GPU and "
                   f"{cli.CPU_DEFAULT_RECIPE} without. See docs/training.md.")
 flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 from bert4rec_tf.constants import LOSS_EPSILON
-from bert4rec_tf.models import masked_lm_loss, matching_loss, next_item_bce_loss, next_item_ce_loss
-from bert4rec_tf.models.losses import sparse_softmax_cross_entropy
+from bert4rec_tf.models import masked_lm_loss, matching_losses, next_item_bce_loss, next_item_ce_loss
+from bert4rec_tf.models.losses import pooled_mean, sparse_softmax_cross_entropy
 
 
 def _cross_entropy(logits: list[float], label: int) -> float:
@@ -66,16 +66,24 @@ def test_next_item_ce_loss_scores_every_item_at_real_positions():
     assert float(next_item_ce_loss(hidden, table, positives)) == pytest.approx(by_hand / (1 + LOSS_EPSILON), rel=1e-6)
 
 
-def test_matching_loss_by_hand():
+def test_matching_losses_by_hand():
     table = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "float32")
     users = np.array([[0.2, 0.1], [5.0, 5.0]], "float32")
     positives = np.array([1, 3])
     negatives = np.array([[2, 3], [1, 2]])
-    # user 0: pos 0.2, negatives 0.1 and 0.3 -> mean 0.2; user 1 has weight 0
+    # user 0: pos 0.2, negatives 0.1 and 0.3 -> mean 0.2; user 1: pos 10, negatives 5 and 5 -> mean 5
     c = 10.0
-    by_hand = -_log_sigmoid(c * 0.2) - math.log(1 - 1 / (1 + math.exp(-c * 0.2)))
-    loss = matching_loss(users, table, positives, negatives, c, weights=np.array([1.0, 0.0]))
-    assert float(loss) == pytest.approx(by_hand / (1 + LOSS_EPSILON), rel=1e-6)
+    # -log s(x) = log(1 + e^-x) and -log(1 - s(x)) = log(1 + e^x)
+    by_hand = [np.logaddexp(0, -c * p) + np.logaddexp(0, c * n) for p, n in ((0.2, 0.2), (10.0, 5.0))]
+    losses = matching_losses(users, table, positives, negatives, c)
+    np.testing.assert_allclose(np.asarray(losses), by_hand, rtol=1e-5)
+
+
+def test_pooled_mean_weighs_every_term_alike_whatever_its_kind():
+    slots, slot_weights = np.array([1.0, 2.0, 9.0], "float32"), np.array([1.0, 1.0, 0.0], "float32")
+    matches, match_weights = np.array([4.0, 7.0], "float32"), np.array([1.0, 0.0], "float32")
+    loss = pooled_mean((slots, slot_weights), (matches, match_weights))
+    assert float(loss) == pytest.approx((1.0 + 2.0 + 4.0) / (3 + LOSS_EPSILON), rel=1e-6)
 
 
 @pytest.mark.parametrize("scale", [1.0, 30.0, 1e4])

@@ -109,6 +109,22 @@ def test_matching_model_prepends_one_uid_token_and_represents_users_by_its_outpu
     assert not np.allclose(np.asarray(user)[0], np.asarray(user)[1])
 
 
+def test_matching_model_loss_is_one_mean_over_the_masked_slots_and_the_matching_targets():
+    model = build_model(config("bert4rec_match", hidden_dropout=0.0, attention_dropout=0.0))
+    features = training_batch("bert4rec_match")  # two real slots (items 2 and 7), one matching target (row 0)
+    logits, user = (np.asarray(output, "float64") for output in model(features))
+    log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    slots = -log_softmax[[0, 1], [2, 7]]
+    table = np.asarray(model.embedding.item_embeddings, "float64")
+    c = model.model_config.match_scale
+    positive, negative = table[9] @ user[0], np.mean(table[features["match_negatives"][0]] @ user[0])
+    match = np.logaddexp(0, -c * positive) + np.logaddexp(0, c * negative)
+    expected = (slots.sum() + match) / 3
+    loss = model.compute_loss(x=features, y_pred=model(features))
+    assert float(loss) == pytest.approx(expected, rel=1e-4)
+    assert float(model.loss_terms(features)) == 3
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_model_survives_keras_save_and_reload(name, tmp_path):
     model = build_model(config(name))

@@ -41,6 +41,18 @@ def test_short_sequence_recipes_resolve_to_the_documented_settings(dataset, name
         paper.data.masked_lm_prob, paper.model.attention_dropout, paper.model.hidden_size) == (0.6, 0.2, 64)
 
 
+@pytest.mark.parametrize("dataset", ["beauty", "custom"])
+def test_the_matching_model_trains_at_5e_3_under_the_cpu_recipes_on_short_sequences(dataset):
+    config = cli.experiment_config(dataset, [], model="bert4rec_match", recipe="cpu-30m")
+    assert config.train.learning_rate == 5e-3
+    assert (config.model.hidden_size, config.model.name, config.train.warmup_steps) == (32, "bert4rec_match", 500)
+    assert cli.experiment_config(dataset, [], model="bert4rec", recipe="cpu-30m").train.learning_rate == 3e-3
+    assert cli.experiment_config(dataset, [], model="bert4rec_match", recipe="paper").train.learning_rate == 1e-4
+    assert cli.experiment_config("ml-1m", [], model="bert4rec_match", recipe="cpu-30m").train.learning_rate == 3e-3
+    flagged = cli.experiment_config(dataset, ["learning_rate=1e-3"], model="bert4rec_match", recipe="cpu-30m")
+    assert flagged.train.learning_rate == 1e-3
+
+
 def test_paper_recipe_is_the_preset_and_flags_win_over_a_recipe():
     assert cli.experiment_config("ml-1m", [], recipe="paper") == preset("ml-1m")
     config = cli.experiment_config("ml-1m", ["learning_rate=5e-4", "time_budget=600", "max_len=200"],
