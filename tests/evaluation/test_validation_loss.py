@@ -45,7 +45,7 @@ def by_hand(model, users: np.ndarray) -> float:
         positive = (user * table[targets]).sum(axis=1)
         negative = np.einsum("ud,und->un", user, table[negatives[:, :config.match_negatives]]).mean(axis=1)
         matching = softplus(-config.match_scale * positive) + softplus(config.match_scale * negative)
-        return float(cross_entropy.mean() + matching.mean())
+        return float((cross_entropy.sum() + matching.sum()) / (cross_entropy.size + matching.size))  # one pooled mean
     return float(cross_entropy.mean())
 
 
