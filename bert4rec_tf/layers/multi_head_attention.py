@@ -8,7 +8,6 @@ from keras import ops
 from bert4rec_tf.constants import ATTENTION_MASK_VALUE
 from bert4rec_tf.layers.attention_mask import attention_mask
 from bert4rec_tf.layers.dropout import Dropout
-from bert4rec_tf.layers.fused import softmax_dropout
 from bert4rec_tf.layers.initializers import bias_initializer, kernel_initializer
 
 
@@ -20,8 +19,7 @@ class MultiHeadAttention(keras.layers.Layer):
     [i * head_size, (i + 1) * head_size) of each projection belong to head i. Scores are scaled by
     1 / sqrt(head_size); masked keys get ATTENTION_MASK_VALUE added before the softmax (computed in
     float32); dropout acts on the attention probabilities; a Dense layer projects the concatenated
-    heads back to hidden_size. In training the mask, softmax and dropout run as one fused pass
-    (`bert4rec_tf.layers.fused.softmax_dropout`), with the mask drawn from `probs_dropout`'s seeds.
+    heads back to hidden_size.
 
     Args:
         num_heads: h.
@@ -97,17 +95,11 @@ class MultiHeadAttention(keras.layers.Layer):
         scores = ops.cast(scores, "float32")
         if padding_mask is None and self.causal:
             padding_mask = ops.ones(ops.shape(inputs)[:2], dtype="int32")
-        bias = 0.0
         if padding_mask is not None:
-            allowed = ops.expand_dims(attention_mask(padding_mask, self.causal), 1)  # [batch, 1, 1 or seq, seq]
-            bias = (1.0 - ops.cast(allowed, "float32")) * ATTENTION_MASK_VALUE
-        if training:  # mask, softmax and dropout in one fused pass (and one backward)
-            probs, dropped = softmax_dropout(scores, bias, self.attention_dropout,
-                                             self.probs_dropout.next_seed() if self.attention_dropout else (0, 0))
-            probs, dropped = ops.cast(probs, self.compute_dtype), ops.cast(dropped, self.compute_dtype)
-        else:
-            probs = dropped = ops.cast(ops.softmax(scores + bias, axis=-1), self.compute_dtype)
-        context = ops.matmul(dropped, value)
+            allowed = ops.expand_dims(attention_mask(padding_mask, self.causal), 1)
+            scores = scores + (1.0 - ops.cast(allowed, "float32")) * ATTENTION_MASK_VALUE
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        context = ops.matmul(self.probs_dropout(probs, training=training), value)
         context = ops.transpose(context, (0, 2, 1, 3))  # [batch, seq_len, heads, head_size]
         context = ops.reshape(context, (-1, seq_len, self.hidden_size))  # [batch, seq, hidden]
         outputs = self.output_dense(context)

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert4rec_tf.layers import Dropout
-from bert4rec_tf.layers.fused import dropout
+from bert4rec_tf.layers.dropout import dropout
 
 
 def test_drops_the_rate_and_scales_the_rest():
