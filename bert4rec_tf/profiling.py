@@ -8,10 +8,12 @@ threads by category, using the ops' names (the Keras layer names of the models, 
 - attention products: the two batched matrix products QK^T and PV, forward and backward;
 - attention softmax, mask, dropout: the element-wise work on the [batch, heads, N, N] tensors;
 - projections: the query, key, value and output Dense layers;
-- FFN: the position-wise feed-forward network (with its activation);
+- FFN: the position-wise feed-forward network (with its activation; the XLA-compiled GELU of
+  training runs as `CpuExecutable` events, counted here: it is the only XLA code in the step);
 - residual, LayerNorm, dropout: the rest of each Transformer block;
 - embedding: the item and position lookups, their LayerNorm and dropout, and the lookups' gradient;
-- output head and loss: the head's transform, the item scores, the loss and its gradient;
+- output head and loss: the head's transform, the item scores, the loss and its gradient (the
+  training step calls them outside the model's name scope: top-level `MatMul`, `Softmax`, ...);
 - optimizer: the clipping and the AdamW update;
 - gradient sums: adding the gradient contributions of tensors used twice (`AddN`);
 - other: the rest.
@@ -37,14 +39,16 @@ _RULES = (
     ("projections", r"self_attention[^/]*/(query|key|value|output)[^/]*/"),
     ("attention products", r"self_attention[^/]*/(.*/)?MatMul(_1)?(/|:)|self_attention[^/]*/.*BatchMatMul"),
     ("attention softmax, mask, dropout", r"self_attention[^/]*/"),
-    ("FFN", r"feed_forward[^/_]*/|feed_forward_\d+/"),
+    ("FFN", r"feed_forward[^/_]*/|feed_forward_\d+/|^xla:"),
     ("residual, LayerNorm, dropout", r"transformer_block_\d+"),
     ("embedding", r"embedding[^/]*/|UnsortedSegmentSum"),
     ("output head and loss", r"masked_item_head|ReduceLogSumExp|Softmax|TensorScatter|GatherNd|^mul_?\d*:|"
-                             r"^(sub|add|truediv|Sum|Neg|Log|Exp)(_\d+)?:|loss|SparseSoftmax"),
+                             r"^(sub|add|truediv|Sum|Neg|Log|Exp|MatMul|BiasAdd|Maximum|concat)(_\d+)?[:/]|loss|"
+                             r"^(strided_slice|transform|layer_norm|Gelu)"),
     ("optimizer", r"adam_?w|global_norm|clip|Assign|ResourceApply"),
     ("gradient sums", r"^AddN"),
 )
+_XLA_RUN = "CpuExecutable::ExecuteAsyncOnStream"
 _COMPILED = tuple((category, re.compile(pattern, re.IGNORECASE)) for category, pattern in _RULES)
 
 
@@ -81,6 +85,8 @@ def op_times(trace_dir: str) -> dict[str, float]:
                 name = names[event.metadata_id].name
                 if ":" in name and "::" not in name:  # an op (name:type), not a runtime region
                     totals[name] += event.duration_ps * 1e-12
+                elif name == _XLA_RUN:  # an XLA-compiled function (the fused GELU) runs as one event
+                    totals["xla:" + name] += event.duration_ps * 1e-12
     return dict(totals)
 
 

@@ -21,6 +21,8 @@ from bert4rec_tf.profiling import CATEGORIES, categorize, profile_steps
     ("ReduceLogSumExp/Exp:Exp", "output head and loss"),
     ("adam_w/AssignSubVariableOp:AssignSubVariableOp", "optimizer"),
     ("AddN_5:AddN", "gradient sums"),
+    ("MatMul_1:_MklMatMul", "output head and loss"),  # the fused tied head, outside the model's scope
+    ("xla:CpuExecutable::ExecuteAsyncOnStream", "FFN"),  # the XLA-compiled GELU
     ("stack:Pack", "other"),
 ])
 def test_ops_are_put_in_the_model_part_their_name_says(name, category):

@@ -14,16 +14,16 @@ dynamic-masking input pipeline alone on synthetic histories shaped like the data
 --real times the training step of the shipped path instead: the model of --model with the
 settings of --recipe (a cpu-* recipe; they share their shapes) on batches of the real prepared
 data (--source_files), as train.py makes them, padding-aware (each batch trimmed to its longest
-sequence, lengths grouped) and, beside it, full-width in stream order (train.length_groups 0, the
+sequence, `train.length_groups` as the recipe has it) and, beside it, full-width in stream order (train.length_groups 0, the
 batches before padding-aware training). The batches are made first and timed apart (the input
 pipeline's own rate); the share of the float32 limit counts the work of each batch's own width.
---profile adds where the step's time goes (bert4rec_tf.profiling), per category.
+--profile adds where the step's time goes (bert4rec_tf.profiling), per model part.
 
 Example:
     python run_scripts/benchmark.py
-    python run_scripts/benchmark.py --real --datasets ml-1m,beauty --recipe cpu-1h --profile \
+    python run_scripts/benchmark.py --real --datasets ml-1m,beauty --recipe cpu-1h --profile \\
         --source_files ml-1m=../shared/datasets/ml-1m/ml-1m.txt.gz,beauty=../shared/datasets/beauty/beauty.txt.gz
-    python run_scripts/benchmark.py --steps 5 --warmup 2 --datasets ml-1m --precisions float32 \
+    python run_scripts/benchmark.py --steps 5 --warmup 2 --datasets ml-1m --precisions float32 \\
         --packing dynamic --xla off --recbole 64.4 --pipeline
 """
 
@@ -101,7 +101,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="--real: dataset=path pairs, comma separated, of the files to prepare")
     parser.add_argument("--data_dir", default=None, help="--real: the cache of prepared data")
     parser.add_argument("--profile", action="store_true",
-                        help="also print where the step's time goes, per category (TensorFlow's profiler)")
+                        help="also print where the step's time goes, per model part (TensorFlow's profiler), "
+                             "above each row")
     return parser.parse_args(argv)
 
 
@@ -217,8 +218,19 @@ def time_configuration(dataset: str, features: dict, packing: str, xla: bool, pr
     for _ in range(args.steps):
         model.train_on_batch(inputs, labels)
     elapsed = (time.perf_counter() - start) / args.steps
+    if args.profile:
+        print(profile_table(lambda: model.train_on_batch(inputs, labels)), flush=True)
     keras.config.set_dtype_policy("float32")
     return elapsed
+
+
+def profile_table(step) -> str:
+    """Where `step`'s op time goes, one indented line per model part (`bert4rec_tf.profiling`)."""
+    from bert4rec_tf.profiling import profile_steps
+
+    shares = profile_steps(step, steps=3)
+    total = sum(shares.values()) or 1.0
+    return "\n".join(f"    {name:<34} {value / total:>6.1%}" for name, value in shares.items() if value)
 
 
 def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> tuple[list, object, float]:
@@ -281,11 +293,7 @@ def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int 
     line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {seconds * 1000:>9.1f} "
             f"{rate:>10.1f} {share} {pipeline:>10.0f}")
     if args.profile:
-        from bert4rec_tf.profiling import profile_steps
-
-        shares = profile_steps(lambda: model.train_on_batch(timed[0]), steps=3)
-        total = sum(shares.values()) or 1.0
-        line += "\n" + "\n".join(f"    {name:<34} {value / total:>6.1%}" for name, value in shares.items() if value)
+        line += "\n" + profile_table(lambda: model.train_on_batch(timed[0]))
     return line
 
 
