@@ -6,7 +6,6 @@ import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.data.instances import make_windows
 from bert4rec_tf.data.negatives import NegativeSampler
@@ -14,23 +13,19 @@ from bert4rec_tf.data.pipeline import (SEQUENCE_FEATURES, dynamic_training_datas
                                        next_item_training_dataset)
 from bert4rec_tf.models import MODELS, build_model
 from tests.data.test_instances import small_config
+from tests.models.test_relatives import config
 
 NUM_ITEMS = 30
 MAX_LEN = 24
 KINDS = {"bert4rec": "masked", "sasrec": "next_item", "bert4rec_match": "masked_matching"}
 
 
-def model_config(name: str, **changes) -> ModelConfig:
-    values = dict(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=16, num_heads=2,
-                  intermediate_size=32, num_layers=2, hidden_dropout=0.0, attention_dropout=0.0,
-                  loss="bce" if name == "sasrec" else "ce")
-    values.update(changes)
-    return ModelConfig(**values)
-
-
 def built(name: str, **changes):
+    """A small model of `name` without dropout, its weights drawn from one seed."""
     keras.utils.set_random_seed(11)
-    model = build_model(model_config(name, **changes))
+    values = dict(vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=16, intermediate_size=32,
+                  hidden_dropout=0.0, attention_dropout=0.0)
+    model = build_model(config(name, **{**values, **changes}))
     model.fit_statistics([np.arange(1, NUM_ITEMS + 1)])
     return model
 
