@@ -133,10 +133,14 @@ class BERT4Rec(SequentialRecommender):
             return hidden, attention_scores
         return hidden
 
+    def _states_at(self, sequence_output, flat_positions):
+        """The rows at row-major positions [...] of sequence_output [batch, seq_len, hidden]: [..., hidden]."""
+        flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
+        return ops.take(flat_output, flat_positions, axis=0)
+
     def _logits_at(self, sequence_output, flat_positions):
         """Head logits at row-major positions [...] of sequence_output [batch, seq_len, hidden]."""
-        flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
-        logits = self.head(ops.take(flat_output, flat_positions, axis=0))  # [..., vocab + extra tokens]
+        logits = self.head(self._states_at(sequence_output, flat_positions))  # [..., vocab + extra tokens]
         return logits[..., :self.model_config.vocab_size] if self.EXTRA_TOKENS else logits
 
     def call(self, features: dict, training=None):
@@ -178,8 +182,7 @@ class BERT4Rec(SequentialRecommender):
         """(cross-entropy, weight) of every masked slot, flat, from the sequence output [batch, seq, hidden],
         the head and the loss fused."""
         flat_positions = ops.reshape(self._slot_positions(features, ops.shape(sequence_output)[1]), (-1,))
-        flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
-        hidden = self.head.transform_hidden(ops.cast(ops.take(flat_output, flat_positions, axis=0), "float32"))
+        hidden = self.head.transform_hidden(ops.cast(self._states_at(sequence_output, flat_positions), "float32"))
         labels, weights = self._slot_targets(features, labels)
         vocab = self.model_config.vocab_size
         losses = tied_softmax_cross_entropy(hidden, self.embedding.item_embeddings[:vocab],
@@ -245,8 +248,7 @@ class BERT4Rec(SequentialRecommender):
         features = self.history_inputs(history)
         sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
         last = ops.sum(ops.cast(features["input_mask"], "int32"), axis=1) - 1  # [batch]
-        flat_output = ops.reshape(sequence_output, (-1, self.model_config.hidden_size))
-        hidden = ops.take(flat_output, _flat_positions(last, ops.shape(sequence_output)[1]), axis=0)
+        hidden = self._states_at(sequence_output, _flat_positions(last, ops.shape(sequence_output)[1]))
         return ops.cast(self.head.transform_hidden(ops.cast(hidden, "float32")), "float32")
 
     def loss_terms(self, features):

@@ -271,10 +271,10 @@ def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int 
     """One --real row: the step's ms and samples/s on real batches, and its share of the float32 limit."""
     batches, model, pipeline = real_batches(args, dataset, groups)
     timed = batches[args.warmup:]
-    widths = {}
-    for batch in batches[:args.warmup] + timed:  # every width once untimed: its kernels are compiled
-        widths.setdefault(int(batch["input_ids"].shape[1]), batch)
-    for batch in batches[:args.warmup] + list(widths.values()):
+    first_of_width = {}
+    for batch in batches:  # every width once untimed: its kernels are compiled
+        first_of_width.setdefault(int(batch["input_ids"].shape[1]), batch)
+    for batch in batches[:args.warmup] + list(first_of_width.values()):
         model.train_on_batch(batch)
     start = time.perf_counter()
     for batch in timed:
@@ -283,13 +283,13 @@ def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int 
     size = int(timed[0]["input_ids"].shape[0])
     config = model.model_config
     widths = [int(batch["input_ids"].shape[1]) for batch in timed]
-    flops = 0.0  # the Cloze models' work (`training_flops` counts BERT4Rec's head)
+    rate = size / seconds
+    share = f"{'n/a':>8}"  # `training_flops` counts the Cloze models' work (BERT4Rec's head)
     if "masked_lm_weights" in timed[0]:
         flops = np.mean([training_flops(config, width, float(np.sum(batch["masked_lm_weights"] > 0)) / size)
                          for batch, width in zip(timed, widths)])
-    rate = size / seconds
+        share = f"{rate * flops / limit:>8.0%}"
     label = "full width" if groups == 0 else "padding-aware"
-    share = f"{rate * flops / limit:>8.0%}" if "masked_lm_weights" in timed[0] else f"{'n/a':>8}"
     line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {seconds * 1000:>9.1f} "
             f"{rate:>10.1f} {share} {pipeline:>10.0f}")
     if args.profile:
