@@ -3,12 +3,11 @@ training time, metrics against a swept setting, and the attention heat maps of t
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 
-from bert4rec_tf.reproduction import SWEEPS, Run
+from bert4rec_tf.reproduction import SWEEPS
 
 
 def _pyplot():
@@ -45,19 +44,16 @@ def _legend(axis, lines: int) -> None:
         axis.legend(fontsize=8)
 
 
-def curves_figure(out: str, runs: list[Run], path: str, metric: str = "pop/NDCG@10") -> str | None:
-    """Validation `metric` against training time (minutes), one panel per data set, one line per run."""
+def curves_figure(records: list[dict], path: str, metric: str = "pop/NDCG@10") -> str | None:
+    """Validation `metric` against training time (minutes), one panel per data set, one line per run
+    (the runs' records, `bert4rec_tf.reproduction.make_record`)."""
     plt = _pyplot()
     curves: dict[str, list[tuple[str, list[float], list[float]]]] = {}
-    for run in runs:
-        file = os.path.join(out, "runs", run.name, "validation.json")
-        if not os.path.isfile(file):
-            continue
-        with open(file, encoding="utf-8") as handle:
-            points = [p for p in json.load(handle) if p.get("seconds") is not None and p.get(metric) is not None]
+    for record in records:
+        points = [p for p in record.get("curve", []) if p.get("seconds") is not None and p.get(metric) is not None]
         if points:
-            curves.setdefault(run.dataset, []).append(
-                (run.setting, [p["seconds"] / 60 for p in points], [p[metric] for p in points]))
+            curves.setdefault(record["dataset"], []).append(
+                (record["setting"], [p["seconds"] / 60 for p in points], [p[metric] for p in points]))
     if not curves:
         return None
     figure, axes = plt.subplots(1, len(curves), figsize=(6 * len(curves), 4), squeeze=False)

@@ -51,6 +51,16 @@ for _name, (_beauty, _ml1m) in _TABLE5.items():
     PUBLISHED[("ml-1m", f"ablation-{_name}")] = ("pop", {"NDCG@10": _ml1m}, _ABLATION)
 PUBLISHED[("ml-1m", "ablation-only-mask")] = ("uniform", {"MRR": 0.4517}, _MATCH_ABLATION)
 PUBLISHED[("ml-1m", "ablation-only-matching")] = ("uniform", {"MRR": 0.2284}, _MATCH_ABLATION)
+# Full-ranking numbers of later work (SPEC.md; history excluded; Recall@10 is HR@10 with one target):
+# the original BERT4Rec code at its 400k steps, and SASRec with full cross-entropy (on Beauty the low
+# end of the range reported).
+_FULL = "later work, full ranking (SPEC.md)"
+PUBLISHED_FULL: dict[tuple[str, str], tuple[str, dict[str, float], str]] = {
+    ("ml-1m", "bert4rec"): ("full", {"Recall@10": 0.1518, "NDCG@10": 0.0806}, _FULL),
+    ("ml-1m", "sasrec-ce"): ("full", {"Recall@10": 0.3152, "NDCG@10": 0.1821}, _FULL),
+    ("beauty", "bert4rec"): ("full", {"Recall@10": 0.0338, "NDCG@10": 0.0187}, _FULL),
+    ("beauty", "sasrec-ce"): ("full", {"Recall@10": 0.0533, "NDCG@10": 0.0327}, _FULL),
+}
 _TABLE4 = {
     "beauty": {10: (0.3006, 0.1826), 20: (0.3061, 0.1875), 30: (0.3057, 0.1837), 40: (0.3054, 0.1833),
                50: (0.3047, 0.1832)},
@@ -172,44 +182,123 @@ def run_status(model_dir: str) -> str:
     return "new"
 
 
-COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second"]
+# A finished run's record: what the report needs, small enough to commit (no data, no weights), so
+# that an experiment's report grows across sessions and machines (`--results_dir docs/results`).
+RECORD_VERSION = 1
+# train.py flags whose values are local paths: not part of what a run's settings are.
+_PATH_FLAGS = ("--model_dir", "--data_dir", "--source_file")
+
+
+def run_settings(train_flags: list[str]) -> list[str]:
+    """The train.py flags of a run without the local paths: two runs with equal settings on the same
+    data are the same experiment (the data is bound by the record's `data`)."""
+    settings, skip = [], False
+    for flag in train_flags:
+        if skip:
+            skip = False
+        elif flag in _PATH_FLAGS:
+            skip = True
+        else:
+            settings.append(flag)
+    return settings
+
+
+def record_path(results_dir: str, experiment: str, run: Run) -> str:
+    return os.path.join(results_dir, experiment, f"{run.name}.json")
+
+
+def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], provenance: dict) -> dict:
+    """The record of the finished run in `model_dir` (see `RECORD_VERSION`). `provenance`: the
+    commit, the machine, the reproduce.py command and the date (`provenance()`)."""
+    results = read_json(os.path.join(model_dir, "results.json"), "run results")
+    state_path = os.path.join(model_dir, "checkpoints", "state.json")
+    state = read_json(state_path, "resume state") if os.path.isfile(state_path) else {}
+    curve_path = os.path.join(model_dir, "validation.json")
+    curve = read_json(curve_path, "validation curve") if os.path.isfile(curve_path) else []
+    data_path = os.path.join(model_dir, "run.json")
+    data = read_json(data_path, "run's data record") if os.path.isfile(data_path) else {}
+    return {"version": RECORD_VERSION, "experiment": experiment, "run": run.name, "dataset": run.dataset,
+            "setting": run.setting, "model": run.model, "value": run.value, "settings": settings,
+            **provenance, "steps": results.get("steps", 0), "seconds": state.get("seconds") or 0.0,
+            "instances": state.get("instances", 0), "test": results["test"], "curve": curve,
+            "data": {key: data[key] for key in ("source", "data_key") if key in data}}
+
+
+def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
+    """The stored record of `run` if it was made with these `settings` (else None: a record of other
+    settings is another experiment and does not count)."""
+    path = record_path(results_dir, experiment, run)
+    if not os.path.isfile(path):
+        return None
+    record = read_json(path, "run record")
+    if record.get("version") != RECORD_VERSION or record.get("settings") != settings:
+        return None
+    return record
+
+
+def provenance(command: str, root: str) -> dict:
+    """The commit of the checkout at `root` (with "+changes" when it has uncommitted changes to
+    tracked files), the machine, the command and today's date, for a run's record."""
+    import datetime
+    import platform
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                                  timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short=7", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+changes"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"commit": commit, "machine": f"{cpu}, {os.cpu_count()} cores", "command": command,
+            "date": datetime.date.today().isoformat()}
+
+
+COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
+            "date"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
 
 
-def report_rows(out: str, runs: list[Run]) -> list[dict]:
-    """One row per published metric of each finished run (one row when nothing is published).
+def report_rows(records: list[dict]) -> list[dict]:
+    """One row per published metric of each record (one row when nothing is published).
 
     `relative_difference` is (ours - published) / published for the metric under the protocol the
     paper used. `seconds` is the run's training and validation time; `samples_per_second` the
     training instances over that time.
     """
     rows = []
-    for run in runs:
-        model_dir = os.path.join(out, "runs", run.name)
-        if run_status(model_dir) != "finished":
-            continue
-        results = read_json(os.path.join(model_dir, "results.json"), "run results")
-        state_path = os.path.join(model_dir, "checkpoints", "state.json")
-        state = read_json(state_path, "resume state") if os.path.isfile(state_path) else {}
-        seconds = state.get("seconds") or 0.0
-        base = {"run": run.name, "dataset": run.dataset, "setting": run.setting, "model": run.model,
-                "value": run.value, "steps": results.get("steps", 0), "seconds": round(seconds, 1),
-                "samples_per_second": round(state.get("instances", 0) / seconds, 1) if seconds else None}
+    for record in records:
+        seconds = record["seconds"]
+        base = {"run": record["run"], "dataset": record["dataset"], "setting": record["setting"],
+                "model": record["model"], "value": record["value"], "steps": record["steps"],
+                "seconds": round(seconds, 1),
+                "samples_per_second": round(record["instances"] / seconds, 1) if seconds else None,
+                "commit": record.get("commit"), "date": record.get("date")}
         for protocol, metrics in PROTOCOL_METRICS.items():
             for metric in metrics:
-                base[f"{protocol}/{metric}"] = results["test"].get(protocol, {}).get(metric)
-        published = PUBLISHED.get((run.dataset, run.setting))
-        if published is None:
+                base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
+        published = [entry for entry in (PUBLISHED.get((record["dataset"], record["setting"])),
+                                         PUBLISHED_FULL.get((record["dataset"], record["setting"]))) if entry]
+        if not published:
             rows.append({**base, "published_protocol": None, "published_metric": None, "published": None,
                          "ours": None, "relative_difference": None, "source": None})
             continue
-        protocol, values, source = published
-        for metric, value in values.items():
-            ours = results["test"].get(protocol, {}).get(metric)
-            rows.append({**base, "published_protocol": protocol, "published_metric": metric, "published": value,
-                         "ours": ours, "relative_difference": None if ours is None else (ours - value) / value,
-                         "source": source})
+        for protocol, values, source in published:
+            for metric, value in values.items():
+                ours = record["test"].get(protocol, {}).get(metric)
+                rows.append({**base, "published_protocol": protocol, "published_metric": metric, "published": value,
+                             "ours": ours, "relative_difference": None if ours is None else (ours - value) / value,
+                             "source": source})
     return rows
 
 
@@ -221,22 +310,33 @@ def _cell(value) -> str:
     return str(value)
 
 
-def write_report(out: str, experiment: str, runs: list[Run], command: str, figures: list[str]) -> list[dict]:
-    """Writes `report.csv` (every column) and `report.md` (the tables and the figures) in `out`."""
-    rows = report_rows(out, runs)
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f}"
+
+
+def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
+                 figures: list[str]) -> list[dict]:
+    """Writes `<folder>/<name>.csv` (every column) and `<name>.md` (the tables, where each run comes
+    from, the figures) from the `records` of the finished `runs`; returns the rows."""
+    rows = report_rows(records)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    write_text_atomic(os.path.join(out, "report.csv"), buffer.getvalue())
+    write_text_atomic(os.path.join(folder, f"{name}.csv"), buffer.getvalue())
 
-    finished = {row["run"] for row in rows}
-    lines = [f"# Reproduction report: {experiment}", "", f"Command: `{command}`", "",
+    finished = {record["run"] for record in records}
+    lines = [f"# Reproduction report: {experiment}", "",
+             "Written by `bert4rec-reproduce` from the records of the finished runs; every run's commit, "
+             "machine, date and settings are listed below it.", "",
              f"{len(finished)} of {len(runs)} runs finished. Test metrics of each run's best validation "
-             "checkpoint; `seconds` is training and validation time, `samples/s` training instances over it.", ""]
+             "checkpoint; minutes are training and validation time, samples/s the training instances over it.", ""]
+    commands = list(dict.fromkeys(record["command"] for record in records if record.get("command")))
+    if commands:
+        lines += ["Commands:", "", "```bash", *commands, "```", ""]
     for dataset in dict.fromkeys(run.dataset for run in runs):
         lines += [f"## {dataset}", "",
-                  "| run | steps | seconds | samples/s | pop-100 HR@10 / NDCG@10 / MRR "
+                  "| run | steps | minutes | samples/s | pop-100 HR@10 / NDCG@10 / MRR "
                   "| uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
                   "|---|---|---|---|---|---|---|"]
         seen = set()
@@ -248,7 +348,7 @@ def write_report(out: str, experiment: str, runs: list[Run], command: str, figur
                       for p, metrics in (("pop", ("HR@10", "NDCG@10", "MRR")), ("uniform", ("HR@10", "NDCG@10", "MRR")),
                                          ("full", ("Recall@10", "NDCG@10", "MRR")))}
             speed = "" if row["samples_per_second"] is None else f"{row['samples_per_second']:.1f}"
-            lines.append(f"| {row['setting']} | {row['steps']} | {row['seconds']:.0f} | {speed} | "
+            lines.append(f"| {row['setting']} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
                          f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
         compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
         if compared:
@@ -257,13 +357,21 @@ def write_report(out: str, experiment: str, runs: list[Run], command: str, figur
                       "|---|---|---|---|---|---|---|"]
             for row in compared:
                 difference = "" if row["relative_difference"] is None else f"{row['relative_difference']:+.1%}"
-                lines.append(f"| {row['setting']} | {row['published_protocol']}-100 | {row['published_metric']} | "
+                protocol = "full ranking" if row["published_protocol"] == "full" else f"{row['published_protocol']}-100"
+                lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
                              f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
+        lines.append("")
+    if records:
+        lines += ["## Where each run comes from", "", "| run | commit | date | machine | train.py settings |",
+                  "|---|---|---|---|---|"]
+        for record in records:
+            lines.append(f"| {record['run']} | {record.get('commit', '')} | {record.get('date', '')} | "
+                         f"{record.get('machine', '')} | `{' '.join(record['settings'])}` |")
         lines.append("")
     missing = [run.name for run in runs if run.name not in finished]
     if missing:
         lines += [f"Not finished yet: {', '.join(missing)}. Re-run the command to continue.", ""]
     for figure in figures:
-        lines += [f"![{os.path.basename(figure)}]({os.path.relpath(figure, out)})", ""]
-    write_text_atomic(os.path.join(out, "report.md"), "\n".join(lines))
+        lines += [f"![{os.path.basename(figure)}]({os.path.relpath(figure, folder)})", ""]
+    write_text_atomic(os.path.join(folder, f"{name}.md"), "\n".join(lines))
     return rows

@@ -28,7 +28,9 @@ import time
 
 import bert4rec_tf
 from bert4rec_tf import cli
-from bert4rec_tf.reproduction import EXPERIMENTS, SWEEPS, plan, report_rows, run_status, write_report
+from bert4rec_tf.files import read_json, write_json_atomic
+from bert4rec_tf.reproduction import (EXPERIMENTS, SWEEPS, make_record, plan, provenance, read_record,
+                                      record_path, report_rows, run_settings, run_status, write_report)
 
 # Each run is `bert4rec-train` run as a module by this Python, with this package first on its path.
 TRAIN = [sys.executable, "-m", "bert4rec_tf.scripts.train"]
@@ -54,6 +56,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="comma-separated settings to run (e.g. pop,bert4rec): a part of the plan")
     parser.add_argument("--dry_run", action="store_true", help="print the plan and exit")
     parser.add_argument("--no_figures", action="store_true", help="write report.md and report.csv only")
+    parser.add_argument("--results_dir", default=None,
+                        help="also keep each finished run's record (<dir>/<experiment>/<run>.json: metrics, curve, "
+                             "commit, machine, settings; no data or weights) and write the report to "
+                             "<dir>/<experiment>.md, e.g. docs/results. A run with a record of the same settings "
+                             "is finished: the report grows across sessions and machines")
     return parser.parse_args(argv)
 
 
@@ -85,31 +92,98 @@ def _duration(seconds: float) -> str:
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
-def _figures(args: argparse.Namespace, runs, rows) -> list[str]:
+def _figures(args: argparse.Namespace, folder: str, records: list[dict], rows: list[dict]) -> list[str]:
+    """The report's figures in `folder`: validation curves, the sweep, the best BERT4Rec's attention
+    (drawn from its run folder when it is here, else kept from an earlier report)."""
     from bert4rec_tf import report_figures
 
-    made = [report_figures.curves_figure(args.out, runs, os.path.join(args.out, "validation_curves.png"))]
+    os.makedirs(folder, exist_ok=True)
+    made = [report_figures.curves_figure(records, os.path.join(folder, "validation_curves.png"))]
     if args.experiment in SWEEPS:
-        sweep = os.path.join(args.out, f"{args.experiment}.png")
-        made.append(report_figures.sweep_figure(rows, args.experiment, sweep))
+        made.append(report_figures.sweep_figure(rows, args.experiment, os.path.join(folder, f"{args.experiment}.png")))
     bert4rec = [row for row in rows if row["model"] == "bert4rec" and row.get("pop/NDCG@10") is not None]
+    attention = os.path.join(folder, "attention.png")
     if bert4rec:
         best = max(bert4rec, key=lambda row: row["pop/NDCG@10"])
-        made.append(report_figures.attention_figure(os.path.join(args.out, "runs", best["run"]),
-                                                    os.path.join(args.out, "attention.png")))
+        model_dir = os.path.join(args.out, "runs", best["run"])
+        if run_status(model_dir) == "finished":
+            made.append(report_figures.attention_figure(model_dir, attention))
+        elif os.path.isfile(attention):
+            made.append(attention)
     return [path for path in made if path]
 
 
-def report(args: argparse.Namespace, runs, command: str) -> None:
-    rows = [] if args.no_figures else report_rows(args.out, runs)
-    write_report(args.out, args.experiment, runs, command, _figures(args, runs, rows) if rows else [])
+def _provenance_file(model_dir: str) -> str:
+    return os.path.join(model_dir, "reproduce.json")
+
+
+def _start_provenance(model_dir: str, command: str) -> None:
+    """Notes which commit and machine train the run (both, joined, when a resume changes them)."""
+    now = provenance(command, PACKAGE_ROOT)
+    path = _provenance_file(model_dir)
+    if os.path.isfile(path):
+        before = read_json(path, "run provenance")
+        for key in ("commit", "machine"):
+            if now[key] not in before[key].split(" + "):
+                now[key] = f"{before[key]} + {now[key]}"
+        now["date"] = before["date"] if before["date"] == now["date"] else f"{before['date']} to {now['date']}"
+    os.makedirs(model_dir, exist_ok=True)
+    write_json_atomic(path, now)
+
+
+def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], command: str) -> list[dict]:
+    """The records of the finished runs: from their run folders (stored in --results_dir when given),
+    else the --results_dir record made with the same settings."""
+    records = []
+    for run in runs:
+        model_dir = os.path.join(args.out, "runs", run.name)
+        settings = run_settings(train_command(run, args, sources)[len(TRAIN):])
+        record = read_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
+        if run_status(model_dir) == "finished" and record is None:
+            origin = (read_json(_provenance_file(model_dir), "run provenance")
+                      if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_ROOT))
+            record = make_record(model_dir, run, args.experiment, settings, origin)
+            if args.results_dir:
+                path = record_path(args.results_dir, args.experiment, run)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                write_json_atomic(path, record)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def report(args: argparse.Namespace, runs, sources: dict[str, str], command: str) -> None:
+    records = collect_records(args, runs, sources, command)
+    rows = report_rows(records)
+    figures = [] if args.no_figures or not rows else _figures(args, args.out, records, rows)
+    write_report(args.out, "report", args.experiment, runs, records, figures)
+    if args.results_dir:
+        folder = os.path.join(args.results_dir, args.experiment)
+        figures = [] if args.no_figures or not rows else _figures(args, folder, records, rows)
+        write_report(args.results_dir, args.experiment, args.experiment, runs, records, figures)
+
+
+def _recorded_datasets(args: argparse.Namespace) -> list[str]:
+    """Data sets that have records of this experiment in --results_dir (they stay in its report)."""
+    folder = os.path.join(args.results_dir, args.experiment) if args.results_dir else None
+    if not folder or not os.path.isdir(folder):
+        return []
+    names = []
+    for file in sorted(os.listdir(folder)):
+        if file.endswith(".json"):
+            try:
+                names.append(read_json(os.path.join(folder, file), "run record")["dataset"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return names
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = "bert4rec-reproduce " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     try:
-        runs = plan(args.experiment, [d.strip() for d in args.datasets.split(",") if d.strip()])
+        datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+        runs = plan(args.experiment, datasets)
         if args.only:
             wanted = {name.strip() for name in args.only.split(",")}
             unknown = wanted - {run.setting for run in runs}
@@ -122,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         sources = dict(item.split("=", 1) for item in args.source_file)
         if args.budget:
             cli.parse_duration(args.budget, "--budget")
+        # The report covers the whole plan of every data set asked for or already recorded.
+        reported = plan(args.experiment, list(dict.fromkeys(datasets + _recorded_datasets(args))))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -129,41 +205,57 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: --source_file {missing[0]} does not exist", file=sys.stderr)
         return 1
+
+    def status(run) -> str:
+        model_dir = os.path.join(args.out, "runs", run.name)
+        state = run_status(model_dir)
+        settings = run_settings(train_command(run, args, sources)[len(TRAIN):])
+        if state != "finished" and args.results_dir and read_record(args.results_dir, args.experiment, run, settings):
+            return "recorded"
+        return state
+
     if args.dry_run:
         length = (f"for {args.budget}" if args.budget else f"{args.train_steps} steps" if args.train_steps
                   else "as the recipe says")
         print(f"{args.experiment}: {len(runs)} runs, each {length} (recipe {args.recipe})")
         for index, run in enumerate(runs, 1):
-            status = run_status(os.path.join(args.out, "runs", run.name))
-            print(f"{index:>3}. {run.name:<32} [{status}] {shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
+            print(f"{index:>3}. {run.name:<32} [{status(run)}] "
+                  f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
         return 0
     os.makedirs(args.out, exist_ok=True)
     spent: list[float] = []
     for index, run in enumerate(runs, 1):
         model_dir = os.path.join(args.out, "runs", run.name)
-        if run_status(model_dir) == "finished":
+        state = status(run)
+        if state == "finished":
             print(f"run {index}/{len(runs)}: {run.name} finished earlier, skipped", flush=True)
+            continue
+        if state == "recorded":
+            print(f"run {index}/{len(runs)}: {run.name} recorded in {args.results_dir} with these settings, skipped",
+                  flush=True)
             continue
         left = len(runs) - index + 1
         # A run takes at least its budget (POP, with nothing to train, takes less and says little).
         budget = cli.parse_duration(args.budget) if args.budget else 0.0
         per_run = max(sum(spent) / len(spent) if spent else 0.0, budget)
         estimate = per_run * left if per_run else None
-        print(f"run {index}/{len(runs)}: {run.name} ({run_status(model_dir)})"
+        print(f"run {index}/{len(runs)}: {run.name} ({state})"
               + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
         started = time.monotonic()
+        _start_provenance(model_dir, command)
         with open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8") as log:
             result = subprocess.run(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,
                                     env=_train_environment())
         if result.returncode != 0:
             print(f"error: run {run.name} failed (exit {result.returncode}); see {args.out}/{run.name}.log. "
                   "Re-run the command to resume it", file=sys.stderr)
-            report(args, runs, command)
+            report(args, reported, sources, command)
             return 1
         spent.append(time.monotonic() - started)
-        report(args, runs, command)
-    report(args, runs, command)
-    print(f"report: {os.path.join(args.out, 'report.md')}")
+        report(args, reported, sources, command)
+    report(args, reported, sources, command)
+    print(f"report: {os.path.join(args.out, 'report.md')}"
+          + (f" and {os.path.join(args.results_dir, args.experiment + '.md')}" if args.results_dir else ""))
     return 0
 
 

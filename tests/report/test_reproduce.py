@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from bert4rec_tf.reproduction import COLUMNS, PUBLISHED, plan
+from bert4rec_tf.reproduction import COLUMNS, PUBLISHED, PUBLISHED_FULL, plan, run_settings
 from tests.conftest import REPO, toy_sequences, write_pairs
 from tests.training.test_bad_runs import TINY
 
@@ -57,12 +58,20 @@ def test_every_published_number_quoted_is_in_the_spec():
         pytest.skip(f"{SPEC} is absent")
     with open(SPEC, encoding="utf-8") as handle:
         spec = handle.read()
-    for (dataset, setting), (protocol, values, source) in PUBLISHED.items():
+    for (dataset, setting), (protocol, values, source) in [*PUBLISHED.items(), *PUBLISHED_FULL.items()]:
         for metric, value in values.items():
             assert f"{value:.4f}" in spec, (dataset, setting, metric, value)
     assert PUBLISHED[("ml-1m", "bert4rec")][1]["HR@10"] == 0.6970
     assert PUBLISHED[("ml-1m", "bert4rec-match")][0] == "uniform"  # the matching paper's protocol
     assert PUBLISHED[("beauty", "ablation-no-ln")][1] == {"NDCG@10": 0.1642}
+    assert PUBLISHED_FULL[("ml-1m", "sasrec-ce")][1] == {"Recall@10": 0.3152, "NDCG@10": 0.1821}
+
+
+def test_run_settings_leave_out_local_paths_only():
+    flags = ["--dataset", "ml-1m", "--model_dir", "/a/runs/x", "--seed", "1", "--data_dir", "/d",
+             "--source_file", "/s.txt", "--time_budget", "1h", "--config", "model_dir_note=1"]
+    assert run_settings(flags) == ["--dataset", "ml-1m", "--seed", "1", "--time_budget", "1h",
+                                   "--config", "model_dir_note=1"]
 
 
 @pytest.mark.slow
@@ -71,13 +80,14 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     out = tmp_path / "out"
     args = ["table2", "--datasets", "beauty", "--only", "pop,bert4rec", "--train_steps", "4", "--eval_every", "2",
             "--out", str(out), "--data_dir", str(tmp_path / "data"), "--source_file", f"beauty={source}",
-            "--extra", " ".join(TINY)]
+            "--extra", " ".join(TINY), "--results_dir", str(tmp_path / "results")]
     first = reproduce(*args)
     assert first.returncode == 0, first.stderr[-3000:] + first.stdout[-2000:]
     assert "run 1/2: beauty-pop (new)" in first.stdout and "run 2/2: beauty-bert4rec (new)" in first.stdout
     # An interrupted run: its checkpoint is there, its results are not.
     os.remove(out / "runs" / "beauty-bert4rec" / "results.json")
     shutil.rmtree(out / "runs" / "beauty-bert4rec" / "export")
+    os.remove(tmp_path / "results" / "table2" / "beauty-bert4rec.json")
     second = reproduce(*args)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "run 1/2: beauty-pop finished earlier, skipped" in second.stdout
@@ -88,17 +98,38 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == COLUMNS
     bert4rec = [row for row in rows if row["setting"] == "bert4rec"]
-    assert [row["published_metric"] for row in bert4rec] == ["HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR"]
+    assert [row["published_metric"] for row in bert4rec] == ["HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR",
+                                                             "Recall@10", "NDCG@10"]
+    assert [row["published_protocol"] for row in bert4rec][-2:] == ["full", "full"]
     hr10 = next(row for row in bert4rec if row["published_metric"] == "HR@10")
     assert float(hr10["published"]) == 0.3025 and hr10["published_protocol"] == "pop"
     assert float(hr10["relative_difference"]) == pytest.approx((float(hr10["ours"]) - 0.3025) / 0.3025)
     assert float(hr10["ours"]) == float(hr10["pop/HR@10"]) and int(hr10["steps"]) == 4
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "2 of 2 runs finished" in report and "| bert4rec | pop-100 | HR@10 | 0.3025 |" in report
+    assert "2 of 6 runs finished" in report and "| bert4rec | pop-100 | HR@10 | 0.3025 |" in report
     for figure in ("validation_curves.png", "attention.png"):
         path = out / figure
         assert path.stat().st_size > 10_000, figure
         assert f"]({figure})" in report
+
+    # The records: the report under --results_dir, and a rerun without the run folders skips the runs.
+    results = tmp_path / "results"
+    record = json.loads((results / "table2" / "beauty-bert4rec.json").read_text(encoding="utf-8"))
+    assert record["steps"] == 4 and record["test"]["pop"]["HR@10"] == pytest.approx(float(hr10["ours"]))
+    assert "--model_dir" not in record["settings"] and "--train_steps" in record["settings"]
+    assert record["curve"] and record["commit"] and record["machine"] and record["data"]["source"]
+    published = (results / "table2.md").read_text(encoding="utf-8")
+    assert "2 of 6 runs finished" in published and "](table2/validation_curves.png)" in published
+    assert (results / "table2" / "validation_curves.png").stat().st_size > 10_000
+    shutil.rmtree(out)
+    third = reproduce(*args)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert "run 2/2: beauty-bert4rec recorded in" in third.stdout
+    assert not os.path.exists(out / "runs" / "beauty-bert4rec")
+    assert "2 of 6 runs finished" in (results / "table2.md").read_text(encoding="utf-8")
+    # Other settings are another experiment: the record does not count for them.
+    other = reproduce(*[a if a != "4" else "6" for a in args], "--dry_run")
+    assert "[new]" in other.stdout and "[recorded]" not in other.stdout
 
 
 @pytest.mark.parametrize("args, message", [
