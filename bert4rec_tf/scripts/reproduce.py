@@ -56,6 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="comma-separated settings to run (e.g. pop,bert4rec): a part of the plan")
     parser.add_argument("--dry_run", action="store_true", help="print the plan and exit")
     parser.add_argument("--no_figures", action="store_true", help="write report.md and report.csv only")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs trained at once, each pinned to its own share of this process's cores (e.g. 2 "
+                             "on 2 cores: one core each, so every run gets the same compute)")
     parser.add_argument("--results_dir", default=None,
                         help="also keep each finished run's record (<dir>/<experiment>/<run>.json: metrics, curve, "
                              "commit, machine, settings; no data or weights) and write the report to "
@@ -85,6 +88,24 @@ def _train_environment() -> dict[str, str]:
     """This process's environment with the package's folder first on PYTHONPATH."""
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": PACKAGE_ROOT + (os.pathsep + path if path else "")}
+
+
+def core_groups(jobs: int, cores: list[int]) -> list[list[int]]:
+    """`cores` split into `jobs` equal groups (the remainder unused), one per concurrent run.
+
+    Raises:
+        ValueError: when there are fewer cores than jobs.
+    """
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    if len(cores) < jobs:
+        raise ValueError(f"--jobs {jobs} needs at least {jobs} cores; this process may use {len(cores)}")
+    size = len(cores) // jobs
+    return [sorted(cores)[i * size:(i + 1) * size] for i in range(jobs)]
+
+
+def _usable_cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
 def _duration(seconds: float) -> str:
@@ -196,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         sources = dict(item.split("=", 1) for item in args.source_file)
         if args.budget:
             cli.parse_duration(args.budget, "--budget")
+        groups: list[list[int] | None] = core_groups(args.jobs, _usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
         reported = plan(args.experiment, list(dict.fromkeys(datasets + _recorded_datasets(args))))
     except ValueError as error:
@@ -223,36 +245,57 @@ def main(argv: list[str] | None = None) -> int:
                   f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
         return 0
     os.makedirs(args.out, exist_ok=True)
-    spent: list[float] = []
+    todo = []
     for index, run in enumerate(runs, 1):
-        model_dir = os.path.join(args.out, "runs", run.name)
         state = status(run)
         if state == "finished":
             print(f"run {index}/{len(runs)}: {run.name} finished earlier, skipped", flush=True)
-            continue
-        if state == "recorded":
+        elif state == "recorded":
             print(f"run {index}/{len(runs)}: {run.name} recorded in {args.results_dir} with these settings, skipped",
                   flush=True)
+        else:
+            todo.append((index, run, state))
+    # A run takes at least its budget (POP, with nothing to train, takes less and says little).
+    budget = cli.parse_duration(args.budget) if args.budget else 0.0
+    spent: list[float] = []
+    running: dict = {}  # process -> (run, start time, slot, log file)
+    free = list(range(len(groups)))
+    failed = []
+    while running or (todo and not failed):
+        while todo and free and not failed:
+            index, run, state = todo.pop(0)
+            slot = free.pop(0)
+            model_dir = os.path.join(args.out, "runs", run.name)
+            per_run = max(sum(spent) / len(spent) if spent else 0.0, budget)
+            left = len(todo) + len(running) + 1
+            estimate = per_run * -(-left // len(groups)) if per_run else None
+            cores = groups[slot]
+            print(f"run {index}/{len(runs)}: {run.name} ({state})"
+                  + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")
+                  + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
+            _start_provenance(model_dir, command)
+            log = open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8")
+            pin = (lambda cores=cores: os.sched_setaffinity(0, cores)) if cores else None
+            process = subprocess.Popen(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,
+                                       env=_train_environment(), preexec_fn=pin)
+            running[process] = (run, time.monotonic(), slot, log)
+        done = next((process for process in running if process.poll() is not None), None)
+        if done is None:
+            time.sleep(1.0)
             continue
-        left = len(runs) - index + 1
-        # A run takes at least its budget (POP, with nothing to train, takes less and says little).
-        budget = cli.parse_duration(args.budget) if args.budget else 0.0
-        per_run = max(sum(spent) / len(spent) if spent else 0.0, budget)
-        estimate = per_run * left if per_run else None
-        print(f"run {index}/{len(runs)}: {run.name} ({state})"
-              + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
-        started = time.monotonic()
-        _start_provenance(model_dir, command)
-        with open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8") as log:
-            result = subprocess.run(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,
-                                    env=_train_environment())
-        if result.returncode != 0:
-            print(f"error: run {run.name} failed (exit {result.returncode}); see {args.out}/{run.name}.log. "
-                  "Re-run the command to resume it", file=sys.stderr)
-            report(args, reported, sources, command)
-            return 1
-        spent.append(time.monotonic() - started)
+        run, started, slot, log = running.pop(done)
+        log.close()
+        free.append(slot)
+        if done.returncode != 0:
+            print(f"error: run {run.name} failed (exit {done.returncode}); see {args.out}/{run.name}.log. "
+                  "Re-run the command to resume it", file=sys.stderr, flush=True)
+            failed.append(run.name)
+        else:
+            spent.append(time.monotonic() - started)
         report(args, reported, sources, command)
+    if failed:
+        report(args, reported, sources, command)
+        return 1
     report(args, reported, sources, command)
     print(f"report: {os.path.join(args.out, 'report.md')}"
           + (f" and {os.path.join(args.results_dir, args.experiment + '.md')}" if args.results_dir else ""))

@@ -132,11 +132,40 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     assert "[new]" in other.stdout and "[recorded]" not in other.stdout
 
 
+def test_core_groups_give_every_concurrent_run_the_same_cores():
+    from bert4rec_tf.scripts.reproduce import core_groups
+
+    assert core_groups(1, [0, 1]) == [[0, 1]]
+    assert core_groups(2, [1, 0]) == [[0], [1]]
+    assert core_groups(2, [0, 1, 2, 3, 4]) == [[0, 1], [2, 3]]  # the fifth core would make one run faster
+    with pytest.raises(ValueError, match="--jobs 3 needs at least 3 cores"):
+        core_groups(3, [0, 1])
+
+
+@pytest.mark.slow
+def test_two_jobs_train_at_once_on_a_core_each(tmp_path):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores")
+    source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
+    out = tmp_path / "out"
+    result = reproduce("table2", "--datasets", "beauty", "--only", "sasrec-ce,bert4rec", "--train_steps", "4",
+                       "--eval_every", "2", "--out", str(out), "--data_dir", str(tmp_path / "data"),
+                       "--source_file", f"beauty={source}", "--extra", " ".join(TINY), "--jobs", "2",
+                       "--no_figures")
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-2000:]
+    started = [line for line in result.stdout.splitlines() if line.startswith("run ")]
+    assert len(started) == 2 and {line.split(" on core ")[1].split(",")[0] for line in started} == {"0", "1"}
+    for name in ("beauty-sasrec-ce", "beauty-bert4rec"):
+        assert os.path.isfile(out / "runs" / name / "results.json")
+    assert "2 of 6 runs finished" in (out / "report.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("args, message", [
     (["--budget", "2x"], "error: --budget '2x' is not a duration"),
     (["--only", "pop,bert5rec"], "error: --only: no run bert5rec in table2"),
     (["--source_file", "beauty"], "error: --source_file takes DATASET=PATH"),
     (["--datasets", "ml-2m"], "error: unknown dataset(s) ml-2m"),
+    (["--jobs", "64"], "error: --jobs 64 needs at least 64 cores"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, args, message):
     result = reproduce("table2", "--out", str(tmp_path / "out"), "--dry_run", *args)
