@@ -46,25 +46,34 @@ def _legend(axis, lines: int) -> None:
 
 def curves_figure(records: list[dict], path: str, metric: str = "pop/NDCG@10") -> str | None:
     """Validation `metric` against training time (minutes), one panel per data set, one line per run
-    (the runs' records, `bert4rec_tf.reproduction.make_record`)."""
+    (the runs' records, `bert4rec_tf.reproduction.make_record`). A run without a curve (POP, which
+    does not train) is a dashed horizontal line at its test value."""
     plt = _pyplot()
     curves: dict[str, list[tuple[str, list[float], list[float]]]] = {}
+    flat: dict[str, list[tuple[str, float]]] = {}
     for record in records:
         points = [p for p in record.get("curve", []) if p.get("seconds") is not None and p.get(metric) is not None]
         if points:
             curves.setdefault(record["dataset"], []).append(
                 (record["setting"], [p["seconds"] / 60 for p in points], [p[metric] for p in points]))
+        else:
+            protocol, name = metric.split("/", 1)
+            value = record.get("test", {}).get(protocol, {}).get(name)
+            if value is not None:
+                flat.setdefault(record["dataset"], []).append((record["setting"], value))
     if not curves:
         return None
     figure, axes = plt.subplots(1, len(curves), figsize=(6 * len(curves), 4), squeeze=False)
     for axis, (dataset, lines) in zip(axes[0], curves.items()):
         for (label, minutes, values), style in zip(lines, line_styles(len(lines))):
             axis.plot(minutes, values, markersize=3, label=label, **style)
+        for label, value in flat.get(dataset, []):
+            axis.axhline(value, color="grey", linestyle="--", linewidth=1, label=f"{label} (test, untrained)")
         axis.set_title(dataset)
         axis.set_xlabel("training and validation time (minutes)")
         axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ')}")
         axis.grid(alpha=0.3)
-        _legend(axis, len(lines))
+        _legend(axis, len(lines) + len(flat.get(dataset, [])))
     return _save(figure, path)
 
 
