@@ -236,9 +236,10 @@ def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]
     return record
 
 
-def provenance(command: str, root: str) -> dict:
+def provenance(command: str, root: str, cores: int | None = None) -> dict:
     """The commit of the checkout at `root` (with "+changes" when it has uncommitted changes to
-    tracked files), the machine, the command and today's date, for a run's record."""
+    tracked files), the machine (with the `cores` the run may use, default this process's), the
+    command and today's date, for a run's record."""
     import datetime
     import platform
     import subprocess
@@ -259,7 +260,9 @@ def provenance(command: str, root: str) -> dict:
             cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"commit": commit, "machine": f"{cpu}, {os.cpu_count()} cores", "command": command,
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"commit": commit, "machine": f"{cpu}, {cores} of {os.cpu_count()} cores", "command": command,
             "date": datetime.date.today().isoformat()}
 
 

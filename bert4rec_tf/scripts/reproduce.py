@@ -141,9 +141,10 @@ def _provenance_file(model_dir: str) -> str:
     return os.path.join(model_dir, "reproduce.json")
 
 
-def _start_provenance(model_dir: str, command: str) -> None:
-    """Notes which commit and machine train the run (both, joined, when a resume changes them)."""
-    now = provenance(command, PACKAGE_ROOT)
+def _start_provenance(model_dir: str, command: str, cores: list[int] | None) -> None:
+    """Notes which commit and machine (and how many cores) train the run (both, joined, when a
+    resume changes them)."""
+    now = provenance(command, PACKAGE_ROOT, len(cores) if cores else None)
     path = _provenance_file(model_dir)
     if os.path.isfile(path):
         before = read_json(path, "run provenance")
@@ -276,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {index}/{len(runs)}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")
                   + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
-            _start_provenance(model_dir, command)
+            _start_provenance(model_dir, command, cores)
             log = open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8")
             pin = (lambda cores=cores: os.sched_setaffinity(0, cores)) if cores else None
             process = subprocess.Popen(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,

@@ -158,6 +158,8 @@ def test_two_jobs_train_at_once_on_a_core_each(tmp_path):
     for name in ("beauty-sasrec-ce", "beauty-bert4rec"):
         assert os.path.isfile(out / "runs" / name / "results.json")
     assert "2 of 6 runs finished" in (out / "report.md").read_text(encoding="utf-8")
+    origin = json.loads((out / "runs" / "beauty-bert4rec" / "reproduce.json").read_text(encoding="utf-8"))
+    assert origin["machine"].endswith(f"1 of {os.cpu_count()} cores")
 
 
 @pytest.mark.parametrize("args, message", [
