@@ -1,4 +1,4 @@
-"""README.md and docs/*.md agree with the command-line tools in run_scripts/.
+"""README.md and docs/ (every .md under it) agree with the command-line tools in run_scripts/.
 
 - Every `--flag` written after a script's name in a command line (a code block or an inline code span)
   is a flag of that script, and so is every flag of a flag table under a heading naming the script.
@@ -35,7 +35,7 @@ _FLAG = re.compile(r"--([A-Za-z][\w-]*)")
 
 
 def doc_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 @dataclasses.dataclass
