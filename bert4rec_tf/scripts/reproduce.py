@@ -141,10 +141,10 @@ def _provenance_file(model_dir: str) -> str:
     return os.path.join(model_dir, "reproduce.json")
 
 
-def _start_provenance(model_dir: str, command: str, cores: list[int] | None) -> None:
-    """Notes which commit and machine (and how many cores) train the run (both, joined, when a
-    resume changes them)."""
-    now = provenance(command, PACKAGE_ROOT, len(cores) if cores else None)
+def _start_provenance(model_dir: str, command: str, cores: list[int] | None, settings: list[str]) -> None:
+    """Notes which commit and machine (and how many cores) train the run, with which settings (the
+    commit and machine joined when a resume changes them)."""
+    now = {**provenance(command, PACKAGE_ROOT, len(cores) if cores else None), "settings": settings}
     path = _provenance_file(model_dir)
     if os.path.isfile(path):
         before = read_json(path, "run provenance")
@@ -167,6 +167,8 @@ def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], com
         if run_status(model_dir) == "finished" and record is None:
             origin = (read_json(_provenance_file(model_dir), "run provenance")
                       if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_ROOT))
+            if origin.pop("settings", settings) != settings:
+                continue  # trained with other settings: not a result of this command
             record = make_record(model_dir, run, args.experiment, settings, origin)
             if args.results_dir:
                 path = record_path(args.results_dir, args.experiment, run)
@@ -236,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         model_dir = os.path.join(args.out, "runs", run.name)
         state = run_status(model_dir)
         settings = run_settings(train_command(run, args, sources)[len(TRAIN):])
+        origin = _provenance_file(model_dir)
+        if state != "new" and os.path.isfile(origin) and read_json(origin, "run provenance").get("settings",
+                                                                                                settings) != settings:
+            return "other settings"
         if state != "finished" and args.results_dir and read_record(args.results_dir, args.experiment, run, settings):
             return "recorded"
         return state
@@ -248,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{index:>3}. {run.name:<32} [{status(run)}] "
                   f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
         return 0
+    clashes = [run.name for run in runs if status(run) == "other settings"]
+    if clashes:
+        print(f"error: {os.path.join(args.out, 'runs', clashes[0])} was trained with other settings than this "
+              "command's; give another --out, or the flags it was started with (--dry_run lists the plan)",
+              file=sys.stderr)
+        return 1
     os.makedirs(args.out, exist_ok=True)
     todo = []
     for index, run in enumerate(runs, 1):
@@ -277,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {index}/{len(runs)}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")
                   + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
-            _start_provenance(model_dir, command, cores)
+            _start_provenance(model_dir, command, cores, run_settings(train_command(run, args, sources)[len(TRAIN):]))
             log = open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8")
             pin = (lambda cores=cores: os.sched_setaffinity(0, cores)) if cores else None
             process = subprocess.Popen(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,

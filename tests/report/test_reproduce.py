@@ -162,6 +162,23 @@ def test_two_jobs_train_at_once_on_a_core_each(tmp_path):
     assert origin["machine"].endswith(f"1 of {os.cpu_count()} cores")
 
 
+def test_a_run_folder_trained_with_other_settings_is_refused_not_reported(tmp_path):
+    out = tmp_path / "out"
+    folder = out / "runs" / "beauty-pop"
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps({"steps": 0, "test": {"pop": {"HR@10": 0.5}}}), encoding="utf-8")
+    (folder / "reproduce.json").write_text(json.dumps(
+        {"commit": "abc1234", "machine": "m", "date": "2026-11-24", "command": "c",
+         "settings": ["--dataset", "beauty", "--model", "pop", "--time_budget", "5m"]}), encoding="utf-8")
+    args = ["table2", "--datasets", "beauty", "--only", "pop", "--budget", "10m", "--out", str(out)]
+    plan_ = reproduce(*args, "--dry_run")
+    assert "beauty-pop" in plan_.stdout and "[other settings]" in plan_.stdout
+    result = reproduce(*args, "--results_dir", str(tmp_path / "results"))
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1 and len(errors) == 1 and "was trained with other settings" in errors[0]
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--budget", "2x"], "error: --budget '2x' is not a duration"),
     (["--only", "pop,bert5rec"], "error: --only: no run bert5rec in table2"),
