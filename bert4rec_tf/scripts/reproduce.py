@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -82,6 +83,11 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> lis
     if run.dataset in sources:
         command += ["--source_file", sources[run.dataset]]
     return command + list(run.flags) + shlex.split(args.extra)
+
+
+def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
+    """The run's train.py settings: its command line without the script and the local paths."""
+    return run_settings(train_command(run, args, sources)[len(TRAIN):])
 
 
 def _train_environment() -> dict[str, str]:
@@ -162,7 +168,7 @@ def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], com
     records = []
     for run in runs:
         model_dir = os.path.join(args.out, "runs", run.name)
-        settings = run_settings(train_command(run, args, sources)[len(TRAIN):])
+        settings = _settings(run, args, sources)
         record = read_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
         if run_status(model_dir) == "finished" and record is None:
             origin = (read_json(_provenance_file(model_dir), "run provenance")
@@ -185,9 +191,20 @@ def report(args: argparse.Namespace, runs, sources: dict[str, str], command: str
     figures = [] if args.no_figures or not rows else _figures(args, args.out, records, rows)
     write_report(args.out, "report", args.experiment, runs, records, figures)
     if args.results_dir:
+        # The same records make the same figures: copied, not drawn again (the attention figure runs
+        # the model). An attention figure kept from an earlier session stays when none is drawn here.
         folder = os.path.join(args.results_dir, args.experiment)
-        figures = [] if args.no_figures or not rows else _figures(args, folder, records, rows)
-        write_report(args.results_dir, args.experiment, args.experiment, runs, records, figures)
+        os.makedirs(folder, exist_ok=True)
+        copies = []
+        for figure in figures:
+            copy = os.path.join(folder, os.path.basename(figure))
+            shutil.copyfile(figure, f"{copy}.tmp-{os.getpid()}")
+            os.replace(f"{copy}.tmp-{os.getpid()}", copy)
+            copies.append(copy)
+        kept = os.path.join(folder, "attention.png")
+        if figures and kept not in copies and os.path.isfile(kept) and any(row["model"] == "bert4rec" for row in rows):
+            copies.append(kept)
+        write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies)
 
 
 def _recorded_datasets(args: argparse.Namespace) -> list[str]:
@@ -237,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     def status(run) -> str:
         model_dir = os.path.join(args.out, "runs", run.name)
         state = run_status(model_dir)
-        settings = run_settings(train_command(run, args, sources)[len(TRAIN):])
+        settings = _settings(run, args, sources)
         origin = _provenance_file(model_dir)
         if state != "new" and os.path.isfile(origin) and read_json(origin, "run provenance").get("settings",
                                                                                                 settings) != settings:
@@ -254,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{index:>3}. {run.name:<32} [{status(run)}] "
                   f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
         return 0
-    clashes = [run.name for run in runs if status(run) == "other settings"]
+    states = {run.name: status(run) for run in runs}
+    clashes = [name for name, state in states.items() if state == "other settings"]
     if clashes:
         print(f"error: {os.path.join(args.out, 'runs', clashes[0])} was trained with other settings than this "
               "command's; give another --out, or the flags it was started with (--dry_run lists the plan)",
@@ -263,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(args.out, exist_ok=True)
     todo = []
     for index, run in enumerate(runs, 1):
-        state = status(run)
+        state = states[run.name]
         if state == "finished":
             print(f"run {index}/{len(runs)}: {run.name} finished earlier, skipped", flush=True)
         elif state == "recorded":
@@ -289,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {index}/{len(runs)}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")
                   + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
-            _start_provenance(model_dir, command, cores, run_settings(train_command(run, args, sources)[len(TRAIN):]))
+            _start_provenance(model_dir, command, cores, _settings(run, args, sources))
             log = open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8")
             pin = (lambda cores=cores: os.sched_setaffinity(0, cores)) if cores else None
             process = subprocess.Popen(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,
@@ -310,9 +328,9 @@ def main(argv: list[str] | None = None) -> int:
             spent.append(time.monotonic() - started)
         report(args, reported, sources, command)
     if failed:
+        return 1  # the report was written when the run failed
+    if not spent:  # every run was skipped: the report has not been written in this call
         report(args, reported, sources, command)
-        return 1
-    report(args, reported, sources, command)
     print(f"report: {os.path.join(args.out, 'report.md')}"
           + (f" and {os.path.join(args.results_dir, args.experiment + '.md')}" if args.results_dir else ""))
     return 0
