@@ -379,7 +379,10 @@ RECIPES: dict[str, dict[str, dict[str, Any]]] = {
 # 0.358, POP 0.124). SASRec keeps the shared settings: on Beauty, 15-minute trials on one core gave
 # test pop-100 HR@10 0.2645 (ce) and 0.1889 (bce) at 3e-3 against 0.2094 and 0.1671 at its paper's
 # 1e-3 (docs/experiments.md).
+# BERT4Rec (1 mask) is its one masked slot per instance: the recipe's 20 slots on ML-1m must not
+# replace it (before 2026-11-25 they did, and the model trained as BERT4Rec there).
 CPU_MODEL_RECIPES: dict[str, dict[str, dict[str, Any]]] = {
+    "bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS},
     "bert4rec_match": {name: {"learning_rate": 5e-3} for name in SHORT_SEQUENCE_DATASETS},
 }
 

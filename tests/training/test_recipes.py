@@ -53,6 +53,25 @@ def test_the_matching_model_trains_at_5e_3_under_the_cpu_recipes_on_short_sequen
     assert flagged.train.learning_rate == 1e-3
 
 
+@pytest.mark.parametrize("recipe", list(RECIPES))
+@pytest.mark.parametrize("dataset", ["ml-1m", "ml-20m", "beauty", "steam", "custom"])
+def test_no_recipe_changes_what_defines_a_model(dataset, recipe):
+    """A recipe tunes a model's training, never what makes it the model: the ML-1m recipes' 20 masked
+    slots once turned BERT4Rec (1 mask) into BERT4Rec."""
+    one_mask = cli.experiment_config(dataset, [], model="bert4rec_1mask", recipe=recipe)
+    assert one_mask.data.max_predictions_per_seq == 1
+    assert one_mask.model.name == "bert4rec"
+    match = cli.experiment_config(dataset, [], model="bert4rec_match", recipe=recipe)
+    assert (match.model.name, match.model.hidden_size, match.data.matching, match.data.mask_runs) == (
+        "bert4rec_match", 32, True, True)
+    assert cli.experiment_config(dataset, [], model="sasrec", recipe=recipe).model.name == "sasrec"
+    assert cli.experiment_config(dataset, [], model="pop", recipe=recipe).model.name == "pop"
+    # and the ordinary model keeps the recipe's slots
+    bert4rec = cli.experiment_config(dataset, [], model="bert4rec", recipe=recipe)
+    assert bert4rec.data.max_predictions_per_seq == (20 if dataset == "ml-1m" and recipe != "paper"
+                                                     else preset(dataset).data.max_predictions_per_seq)
+
+
 def test_paper_recipe_is_the_preset_and_flags_win_over_a_recipe():
     assert cli.experiment_config("ml-1m", [], recipe="paper") == preset("ml-1m")
     config = cli.experiment_config("ml-1m", ["learning_rate=5e-4", "time_budget=600", "max_len=200"],
