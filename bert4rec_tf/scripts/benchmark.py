@@ -17,6 +17,9 @@ data (--source_files), as train.py makes them, padding-aware (each batch trimmed
 sequence, `train.length_groups` as the recipe has it) and, beside it, full-width in stream order (train.length_groups 0, the
 batches before padding-aware training). The batches are made first and timed apart (the input
 pipeline's own rate); the share of the float32 limit counts the work of each batch's own width.
+`head ms` is the floor of the exact full-softmax head at the batches' mean number of masked slots:
+the time of its three float32 matrix products alone (logits, and the gradients of the hidden
+states and of the item table), which no change around them can remove.
 --profile adds where the step's time goes (bert4rec_tf.profiling), per model part.
 
 Example:
@@ -127,6 +130,34 @@ def float32_limit(size: int = 2048, repeats: int = 5) -> float:
         product(a).numpy()
         best = min(best, time.perf_counter() - start)
     return 2 * size ** 3 / best
+
+
+def head_products_seconds(rows: int, classes: int, width: int, repeats: int = 5) -> float:
+    """Seconds of the three float32 matrix products an exact full-softmax head runs per step.
+
+    The logits [rows, classes] = hidden [rows, width] . table^T, and in the backward pass the
+    gradients of the hidden states (logits' gradient . table) and of the table (its transpose .
+    hidden). Any training step with a full softmax over `classes` items takes at least this long,
+    whatever its kernels do around them: the floor of the head, the best of `repeats`.
+    """
+    hidden = tf.random.normal([rows, width])
+    table = tf.random.normal([classes, width])
+    gradient = tf.random.normal([rows, classes])
+
+    @tf.function(autograph=False)
+    def products(hidden, table, gradient):
+        logits = tf.matmul(hidden, table, transpose_b=True)
+        d_hidden = tf.matmul(gradient, table)
+        d_table = tf.matmul(gradient, hidden, transpose_a=True)
+        return logits[0, 0] + d_hidden[0, 0] + d_table[0, 0]
+
+    products(hidden, table, gradient).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        products(hidden, table, gradient).numpy()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def training_flops(config: ModelConfig, seq_len: int, slots: float) -> float:
@@ -285,13 +316,16 @@ def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int 
     widths = [int(batch["input_ids"].shape[1]) for batch in timed]
     rate = size / seconds
     share = f"{'n/a':>8}"  # `training_flops` counts the Cloze models' work (BERT4Rec's head)
+    head = f"{'n/a':>9}"
     if "masked_lm_weights" in timed[0]:
-        flops = np.mean([training_flops(config, width, float(np.sum(batch["masked_lm_weights"] > 0)) / size)
-                         for batch, width in zip(timed, widths)])
+        slots = [float(np.sum(batch["masked_lm_weights"] > 0)) for batch in timed]
+        flops = np.mean([training_flops(config, width, count / size) for count, width in zip(slots, widths)])
         share = f"{rate * flops / limit:>8.0%}"
+        floor = head_products_seconds(round(np.mean(slots)), config.vocab_size, config.hidden_size)
+        head = f"{floor * 1000:>9.1f}"
     label = "full width" if groups == 0 else "padding-aware"
     line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {seconds * 1000:>9.1f} "
-            f"{rate:>10.1f} {share} {pipeline:>10.0f}")
+            f"{rate:>10.1f} {share} {pipeline:>10.0f} {head}")
     if args.profile:
         line += "\n" + profile_table(lambda: model.train_on_batch(timed[0]))
     return line
@@ -302,7 +336,7 @@ def main_real(args: argparse.Namespace, limit: float) -> None:
     from bert4rec_tf.config import TrainConfig
 
     header = (f"{'dataset':<8} {'model':<15} {'batches':<14} {'width':>6} {'ms/step':>9} {'samples/s':>10} "
-              f"{'of limit':>8} {'input/s':>10}")
+              f"{'of limit':>8} {'input/s':>10} {'head ms':>9}")
     print(f"real batches: --model {args.model}, --recipe {args.recipe}")
     print(header)
     print("-" * len(header))
