@@ -29,6 +29,7 @@ import time
 
 import bert4rec_tf
 from bert4rec_tf import cli
+from bert4rec_tf.config import recipe_overrides
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.reproduction import (EXPERIMENTS, SWEEPS, make_record, plan, provenance, read_record,
                                       record_path, report_rows, run_settings, run_status, write_report)
@@ -94,6 +95,13 @@ def _train_environment() -> dict[str, str]:
     """This process's environment with the package's folder first on PYTHONPATH."""
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": PACKAGE_ROOT + (os.pathsep + path if path else "")}
+
+
+def time_left(spent: list[float], budget: float, runs: int, jobs: int) -> float | None:
+    """Seconds until `runs` more runs end, `jobs` at a time: each takes the mean of the trained runs
+    before it (`spent`), and at least the budget. None when neither is known."""
+    per_run = max(sum(spent) / len(spent) if spent else 0.0, budget)
+    return per_run * -(-runs // jobs) if per_run else None
 
 
 def core_groups(jobs: int, cores: list[int]) -> list[list[int]]:
@@ -290,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             todo.append((index, run, state))
     # A run takes at least its budget (POP, with nothing to train, takes less and says little).
-    budget = cli.parse_duration(args.budget) if args.budget else 0.0
+    budget = cli.parse_duration(args.budget) if args.budget else max(
+        (float(recipe_overrides(args.recipe, run.dataset, run.model).get("time_budget", 0.0)) for _, run, _ in todo),
+        default=0.0)
     spent: list[float] = []
     running: dict = {}  # process -> (run, start time, slot, log file)
     free = list(range(len(groups)))
@@ -300,9 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             index, run, state = todo.pop(0)
             slot = free.pop(0)
             model_dir = os.path.join(args.out, "runs", run.name)
-            per_run = max(sum(spent) / len(spent) if spent else 0.0, budget)
             left = len(todo) + len(running) + 1
-            estimate = per_run * -(-left // len(groups)) if per_run else None
+            estimate = time_left(spent, budget, left, len(groups))
             cores = groups[slot]
             print(f"run {index}/{len(runs)}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")
@@ -324,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: run {run.name} failed (exit {done.returncode}); see {args.out}/{run.name}.log. "
                   "Re-run the command to resume it", file=sys.stderr, flush=True)
             failed.append(run.name)
-        else:
+        elif run.model != "pop":
             spent.append(time.monotonic() - started)
         report(args, reported, sources, command)
     if failed:

@@ -142,6 +142,14 @@ def test_core_groups_give_every_concurrent_run_the_same_cores():
         core_groups(3, [0, 1])
 
 
+def test_the_time_left_counts_the_budget_when_no_run_has_trained_yet():
+    from bert4rec_tf.scripts.reproduce import time_left
+
+    assert time_left([], 3600.0, runs=5, jobs=2) == 3 * 3600.0  # the recipe's hour, not POP's minute
+    assert time_left([3900.0, 3700.0], 3600.0, runs=2, jobs=2) == 3800.0
+    assert time_left([], 0.0, runs=3, jobs=1) is None
+
+
 @pytest.mark.slow
 def test_two_jobs_train_at_once_on_a_core_each(tmp_path):
     if len(os.sched_getaffinity(0)) < 2:
