@@ -305,6 +305,41 @@ def report_rows(records: list[dict]) -> list[dict]:
     return rows
 
 
+_ORDER_METRICS = ("HR@10", "Recall@10", "NDCG@10")
+
+
+def orderings(rows: list[dict]) -> list[dict]:
+    """Pairs of runs of one data set that a paper ranks against each other (both published under the
+    same protocol, metric and source), with whether our runs keep the published order.
+
+    Ablation runs pair with the default only (the paper's question is each change against it); other
+    runs pair with every other. Only HR@10, Recall@10 and NDCG@10 are compared. `holds` is None when
+    either side ties.
+    """
+    groups: dict[tuple, dict[str, dict]] = {}
+    for row in rows:
+        if row["published"] is None or row["ours"] is None or row["published_metric"] not in _ORDER_METRICS:
+            continue
+        key = (row["dataset"], row["published_protocol"], row["published_metric"], row["source"])
+        groups.setdefault(key, {})[row["setting"]] = row
+    pairs = []
+    for (dataset, protocol, metric, source), by_setting in groups.items():
+        settings = list(by_setting)
+        if "ablation-default" in by_setting:
+            candidates = [("ablation-default", other) for other in settings if other != "ablation-default"]
+        else:
+            candidates = [(a, b) for i, a in enumerate(settings) for b in settings[i + 1:]]
+        for a, b in candidates:
+            first, second = by_setting[a], by_setting[b]
+            published = first["published"] - second["published"]
+            ours = first["ours"] - second["ours"]
+            holds = None if published == 0 or ours == 0 else (published > 0) == (ours > 0)
+            pairs.append({"dataset": dataset, "first": a, "second": b, "protocol": protocol, "metric": metric,
+                          "source": source, "published": (first["published"], second["published"]),
+                          "ours": (first["ours"], second["ours"]), "holds": holds})
+    return pairs
+
+
 def _cell(value) -> str:
     if value is None:
         return ""
@@ -363,6 +398,16 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                 protocol = "full ranking" if row["published_protocol"] == "full" else f"{row['published_protocol']}-100"
                 lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
                              f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
+        pairs = [pair for pair in orderings(rows) if pair["dataset"] == dataset]
+        if pairs:
+            lines += ["", "Where the published order of two runs holds (each pair as one paper ranked it):", "",
+                      "| runs | protocol | metric | published | ours | order |", "|---|---|---|---|---|---|"]
+            for pair in pairs:
+                protocol = "full ranking" if pair["protocol"] == "full" else f"{pair['protocol']}-100"
+                order = {True: "holds", False: "reversed", None: "tie"}[pair["holds"]]
+                lines.append(f"| {pair['first']} vs {pair['second']} | {protocol} | {pair['metric']} | "
+                             f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "
+                             f"{pair['ours'][0]:.4f} vs {pair['ours'][1]:.4f} | {order} |")
         lines.append("")
     if records:
         lines += ["## Where each run comes from", "", "| run | commit | date | machine | train.py settings |",

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from bert4rec_tf.reproduction import COLUMNS, PUBLISHED, PUBLISHED_FULL, plan, run_settings
+from bert4rec_tf.reproduction import (COLUMNS, PUBLISHED, PUBLISHED_FULL, orderings, plan, report_rows, run_settings,
+                                      write_report)
 from tests.conftest import REPO, toy_sequences, write_pairs
 from tests.training.test_bad_runs import TINY
 
@@ -200,3 +201,39 @@ def test_bad_arguments_are_one_line_errors(tmp_path, args, message):
     assert result.returncode == 1 and len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert not os.path.exists(tmp_path / "out")
+
+
+def _record(dataset, setting, test):
+    return {"run": f"{dataset}-{setting}", "dataset": dataset, "setting": setting, "model": setting, "value": None,
+            "steps": 10, "seconds": 60.0, "instances": 1280, "test": test, "settings": ["--seed", "1"]}
+
+
+def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
+    records = [_record("ml-1m", "bert4rec", {"pop": {"HR@10": 0.60, "NDCG@10": 0.40},
+                                             "full": {"Recall@10": 0.20, "NDCG@10": 0.10}}),
+               _record("ml-1m", "sasrec-bce", {"pop": {"HR@10": 0.65, "NDCG@10": 0.39}}),
+               _record("ml-1m", "sasrec-ce", {"full": {"Recall@10": 0.25, "NDCG@10": 0.10}}),
+               _record("ml-1m", "pop", {"uniform": {"HR@10": 0.43}})]
+    pairs = {(p["first"], p["second"], p["protocol"], p["metric"]): p for p in orderings(report_rows(records))}
+    # The BERT4Rec paper: bert4rec 0.6970 > sasrec-bce 0.6629 (HR@10), 0.4818 > 0.4368 (NDCG@10).
+    assert pairs[("bert4rec", "sasrec-bce", "pop", "HR@10")]["holds"] is False
+    assert pairs[("bert4rec", "sasrec-bce", "pop", "NDCG@10")]["holds"] is True
+    assert pairs[("bert4rec", "sasrec-bce", "pop", "HR@10")]["published"] == (0.6970, 0.6629)
+    # Later work, full ranking: SASRec-ce 0.3152 > BERT4Rec 0.1518; an equal NDCG@10 of ours is a tie.
+    assert pairs[("bert4rec", "sasrec-ce", "full", "Recall@10")]["holds"] is True
+    assert pairs[("bert4rec", "sasrec-ce", "full", "NDCG@10")]["holds"] is None
+    # POP has no partner under its protocol and source; MRR and HR@5 are not compared.
+    assert len(pairs) == 4 and not any("pop" in key[:2] for key in pairs)
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [])
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert "| bert4rec vs sasrec-bce | pop-100 | HR@10 | 0.6970 vs 0.6629 | 0.6000 vs 0.6500 | reversed |" in report
+    assert "| bert4rec vs sasrec-ce | full ranking | NDCG@10 | 0.0806 vs 0.1821 | 0.1000 vs 0.1000 | tie |" in report
+
+
+def test_ablation_orderings_pair_each_change_with_the_default():
+    records = [_record("ml-1m", f"ablation-{name}", {"pop": {"NDCG@10": value}})
+               for name, value in (("default", 0.45), ("no-pe", 0.30), ("layers-4", 0.44))]
+    pairs = orderings(report_rows(records))
+    assert [(p["first"], p["second"], p["holds"]) for p in pairs] == [
+        ("ablation-default", "ablation-no-pe", True),  # published 0.4759 > 0.2155
+        ("ablation-default", "ablation-layers-4", False)]  # published 0.4759 < 0.4898
