@@ -353,9 +353,9 @@ def _minutes(seconds: float) -> str:
 
 
 def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
-                 figures: list[str]) -> list[dict]:
-    """Writes `<folder>/<name>.csv` (every column) and `<name>.md` (the tables, where each run comes
-    from, the figures) from the `records` of the finished `runs`; returns the rows."""
+                 figures: list[str], notes: str | None = None) -> list[dict]:
+    """Writes `<folder>/<name>.csv` (every column) and `<name>.md` (the tables, `notes` when given,
+    where each run comes from, the figures) from the `records` of the finished `runs`; returns the rows."""
     rows = report_rows(records)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
@@ -409,6 +409,10 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                              f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "
                              f"{pair['ours'][0]:.4f} vs {pair['ours'][1]:.4f} | {order} |")
         lines.append("")
+    if notes and notes.strip():
+        lines += ["## Discussion", "", f"Written by hand in `{experiment}/notes.md` beside the records, not by the "
+                  "script; its figures are quoted from the tables above as they stood on its date.", "",
+                  notes.strip(), ""]
     if records:
         lines += ["## Where each run comes from", "", "| run | commit | date | machine | train.py settings |",
                   "|---|---|---|---|---|"]

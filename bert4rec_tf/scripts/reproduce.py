@@ -212,7 +212,12 @@ def report(args: argparse.Namespace, runs, sources: dict[str, str], command: str
         kept = os.path.join(folder, "attention.png")
         if figures and kept not in copies and os.path.isfile(kept) and any(row["model"] == "bert4rec" for row in rows):
             copies.append(kept)
-        write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies)
+        notes = os.path.join(folder, "notes.md")
+        text = None
+        if os.path.isfile(notes):
+            with open(notes, encoding="utf-8") as handle:
+                text = handle.read()
+        write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies, notes=text)
 
 
 def _recorded_datasets(args: argparse.Namespace) -> list[str]:

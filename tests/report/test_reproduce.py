@@ -123,11 +123,14 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     assert "2 of 6 runs finished" in published and "](table2/validation_curves_beauty.png)" in published
     assert (results / "table2" / "validation_curves_beauty.png").stat().st_size > 10_000
     shutil.rmtree(out)
+    (results / "table2" / "notes.md").write_text("BERT4Rec trained 4 steps here.\n", encoding="utf-8")
     third = reproduce(*args)
     assert third.returncode == 0, third.stderr[-3000:]
     assert "run 2/2: beauty-bert4rec recorded in" in third.stdout
     assert not os.path.exists(out / "runs" / "beauty-bert4rec")
-    assert "2 of 6 runs finished" in (results / "table2.md").read_text(encoding="utf-8")
+    published = (results / "table2.md").read_text(encoding="utf-8")
+    assert "2 of 6 runs finished" in published
+    assert "## Discussion" in published and "BERT4Rec trained 4 steps here." in published
     # Other settings are another experiment: the record does not count for them.
     other = reproduce(*[a if a != "4" else "6" for a in args], "--dry_run")
     assert "[new]" in other.stdout and "[recorded]" not in other.stdout
@@ -228,6 +231,10 @@ def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
     assert "| bert4rec vs sasrec-bce | pop-100 | HR@10 | 0.6970 vs 0.6629 | 0.6000 vs 0.6500 | reversed |" in report
     assert "| bert4rec vs sasrec-ce | full ranking | NDCG@10 | 0.0806 vs 0.1821 | 0.1000 vs 0.1000 | tie |" in report
+    assert "## Discussion" not in report
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [], notes="SASRec leads.\n")
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert report.index("## Discussion") < report.index("SASRec leads.") < report.index("## Where each run comes from")
 
 
 def test_ablation_orderings_pair_each_change_with_the_default():
