@@ -29,7 +29,7 @@ import time
 
 import bert4rec_tf
 from bert4rec_tf import cli
-from bert4rec_tf.config import recipe_overrides
+from bert4rec_tf.config import PRESETS, recipe_overrides
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.reproduction import (EXPERIMENTS, SWEEPS, make_record, plan, provenance, read_record,
                                       record_path, report_rows, run_settings, run_status, write_report)
@@ -220,6 +220,12 @@ def report(args: argparse.Namespace, runs, sources: dict[str, str], command: str
         write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies, notes=text)
 
 
+def report_datasets(asked: list[str], recorded: list[str]) -> list[str]:
+    """The data sets a report covers, in the presets' order (ML-1m first) whichever command wrote it."""
+    order = list(PRESETS)
+    return sorted(dict.fromkeys(asked + recorded), key=lambda name: order.index(name) if name in order else len(order))
+
+
 def _recorded_datasets(args: argparse.Namespace) -> list[str]:
     """Data sets that have records of this experiment in --results_dir (they stay in its report)."""
     folder = os.path.join(args.results_dir, args.experiment) if args.results_dir else None
@@ -255,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             cli.parse_duration(args.budget, "--budget")
         groups: list[list[int] | None] = core_groups(args.jobs, _usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
-        reported = plan(args.experiment, list(dict.fromkeys(datasets + _recorded_datasets(args))))
+        reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -244,3 +244,11 @@ def test_ablation_orderings_pair_each_change_with_the_default():
     assert [(p["first"], p["second"], p["holds"]) for p in pairs] == [
         ("ablation-default", "ablation-no-pe", True),  # published 0.4759 > 0.2155
         ("ablation-default", "ablation-layers-4", False)]  # published 0.4759 < 0.4898
+
+
+def test_a_report_lists_its_data_sets_in_one_order_whichever_command_wrote_it():
+    from bert4rec_tf.scripts.reproduce import report_datasets
+
+    assert report_datasets(["beauty"], ["ml-1m", "beauty", "ml-1m"]) == ["ml-1m", "beauty"]
+    assert report_datasets(["ml-1m", "beauty"], []) == ["ml-1m", "beauty"]
+    assert report_datasets(["beauty", "ml-1m"], ["custom"]) == ["ml-1m", "beauty", "custom"]
