@@ -104,6 +104,11 @@ def time_left(spent: list[float], budget: float, runs: int, jobs: int) -> float 
     return per_run * -(-runs // jobs) if per_run else None
 
 
+def trained_runs(runs) -> int:
+    """How many of `runs` train: POP has nothing to train and takes about a minute, not a budget."""
+    return sum(run.model != "pop" for run in runs)
+
+
 def core_groups(jobs: int, cores: list[int]) -> list[list[int]]:
     """`cores` split into `jobs` equal groups (the remainder unused), one per concurrent run.
 
@@ -322,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
             slot = free.pop(0)
             model_dir = os.path.join(args.out, "runs", run.name)
             left = len(todo) + len(running) + 1
-            estimate = time_left(spent, budget, left, len(groups))
+            trained = trained_runs([run, *(r for _, r, _ in todo), *(entry[0] for entry in running.values())])
+            estimate = time_left(spent, budget, trained, len(groups))
             cores = groups[slot]
             print(f"run {index}/{len(runs)}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")

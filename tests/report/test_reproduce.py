@@ -252,3 +252,13 @@ def test_a_report_lists_its_data_sets_in_one_order_whichever_command_wrote_it():
     assert report_datasets(["beauty"], ["ml-1m", "beauty", "ml-1m"]) == ["ml-1m", "beauty"]
     assert report_datasets(["ml-1m", "beauty"], []) == ["ml-1m", "beauty"]
     assert report_datasets(["beauty", "ml-1m"], ["custom"]) == ["ml-1m", "beauty", "custom"]
+
+
+def test_pop_does_not_count_as_a_budget_in_the_time_left():
+    from bert4rec_tf.scripts.reproduce import time_left, trained_runs
+
+    runs = [run for run in plan("table2", ["beauty"]) if run.setting in ("pop", "sasrec-ce", "bert4rec")]
+    assert len(runs) == 3 and trained_runs(runs) == 2
+    # POP, SASRec and BERT4Rec on two cores with a one-hour budget: one hour, not two.
+    assert time_left([], 3600.0, trained_runs(runs), 2) == 3600.0
+    assert time_left([], 3600.0, trained_runs(runs[:1]), 2) == 0.0  # POP alone: nothing to wait for
