@@ -348,6 +348,10 @@ def _cell(value) -> str:
     return str(value)
 
 
+def _protocol_label(protocol: str) -> str:
+    return "full ranking" if protocol == "full" else f"{protocol}-100"
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f}"
 
@@ -395,7 +399,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                       "|---|---|---|---|---|---|---|"]
             for row in compared:
                 difference = "" if row["relative_difference"] is None else f"{row['relative_difference']:+.1%}"
-                protocol = "full ranking" if row["published_protocol"] == "full" else f"{row['published_protocol']}-100"
+                protocol = _protocol_label(row["published_protocol"])
                 lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
                              f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
         pairs = [pair for pair in orderings(rows) if pair["dataset"] == dataset]
@@ -403,7 +407,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             lines += ["", "Where the published order of two runs holds (each pair as one paper ranked it):", "",
                       "| runs | protocol | metric | published | ours | order |", "|---|---|---|---|---|---|"]
             for pair in pairs:
-                protocol = "full ranking" if pair["protocol"] == "full" else f"{pair['protocol']}-100"
+                protocol = _protocol_label(pair["protocol"])
                 order = {True: "holds", False: "reversed", None: "tie"}[pair["holds"]]
                 lines.append(f"| {pair['first']} vs {pair['second']} | {protocol} | {pair['metric']} | "
                              f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "
