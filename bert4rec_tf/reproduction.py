@@ -16,6 +16,8 @@ import dataclasses
 import io
 import math
 import os
+import posixpath
+import re
 
 from bert4rec_tf.config import PRESETS, preset
 from bert4rec_tf.files import read_json, write_text_atomic
@@ -352,6 +354,19 @@ def _protocol_label(protocol: str) -> str:
     return "full ranking" if protocol == "full" else f"{protocol}-100"
 
 
+def rebase_links(text: str, subfolder: str) -> str:
+    """`text` written in `subfolder` with its relative links (`[a](../b.md#c)`) rewritten to hold from the
+    folder above it, where the report that quotes it lives; absolute addresses and anchors are kept."""
+    def rebase(match: re.Match) -> str:
+        target = match.group(1)
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            return match.group(0)
+        path, hash_, fragment = target.partition("#")
+        moved = posixpath.normpath(posixpath.join(subfolder, path))
+        return f"]({moved}{hash_}{fragment})"
+    return re.sub(r"\]\(([^)\s]+)\)", rebase, text)
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f}"
 
@@ -416,7 +431,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
     if notes and notes.strip():
         lines += ["## Discussion", "", f"Written by hand in `{experiment}/notes.md` beside the records, not by the "
                   "script; its figures are quoted from the tables above as they stood on its date.", "",
-                  notes.strip(), ""]
+                  rebase_links(notes.strip(), experiment), ""]
     if records:
         lines += ["## Where each run comes from", "", "| run | commit | date | machine | train.py settings |",
                   "|---|---|---|---|---|"]

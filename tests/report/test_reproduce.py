@@ -262,3 +262,12 @@ def test_pop_does_not_count_as_a_budget_in_the_time_left():
     # POP, SASRec and BERT4Rec on two cores with a one-hour budget: one hour, not two.
     assert time_left([], 3600.0, trained_runs(runs), 2) == 3600.0
     assert time_left([], 3600.0, trained_runs(runs[:1]), 2) == 0.0  # POP alone: nothing to wait for
+
+
+def test_links_in_the_notes_hold_from_the_report_that_quotes_them():
+    from bert4rec_tf.reproduction import rebase_links
+    text = ("See [runs](../../experiments.md#best-runs), [ablation](../ablation.md), [here](figure.png), "
+            "[web](https://example.org/a.md) and [above](#table).")
+    assert rebase_links(text, "table2") == (
+        "See [runs](../experiments.md#best-runs), [ablation](ablation.md), [here](table2/figure.png), "
+        "[web](https://example.org/a.md) and [above](#table).")
