@@ -227,15 +227,35 @@ def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], 
 
 
 def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
-    """The stored record of `run` if it was made with these `settings` (else None: a record of other
-    settings is another experiment and does not count)."""
+    """The stored record of `run` if it was made with these `settings`, else another experiment's
+    record of the same settings (`shared_record`), else None: a record of other settings does not count."""
     path = record_path(results_dir, experiment, run)
-    if not os.path.isfile(path):
+    if os.path.isfile(path):
+        record = read_json(path, "run record")
+        if record.get("version") == RECORD_VERSION and record.get("settings") == settings:
+            return record
+    return shared_record(results_dir, experiment, run, settings)
+
+
+def shared_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
+    """A record of another experiment made with exactly these train.py `settings` (the ablation's
+    default is Table 2's BERT4Rec at the same recipe), as `run`'s record with `same_as` naming its
+    origin: one training, not two of the same command. None when no other experiment has one."""
+    if not os.path.isdir(results_dir):
         return None
-    record = read_json(path, "run record")
-    if record.get("version") != RECORD_VERSION or record.get("settings") != settings:
-        return None
-    return record
+    for other in sorted(os.listdir(results_dir)):
+        folder = os.path.join(results_dir, other)
+        if other == experiment or not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if not name.startswith(f"{run.dataset}-") or not name.endswith(".json"):
+                continue
+            record = read_json(os.path.join(folder, name), "run record")
+            if (record.get("version") == RECORD_VERSION and record.get("settings") == settings
+                    and record.get("dataset") == run.dataset and not record.get("same_as")):
+                return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
+                        "value": run.value, "same_as": f"{other}/{record['run']}"}
+    return None
 
 
 def provenance(command: str, root: str, cores: int | None = None) -> dict:
@@ -436,7 +456,8 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
         lines += ["## Where each run comes from", "", "| run | commit | date | machine | train.py settings |",
                   "|---|---|---|---|---|"]
         for record in records:
-            lines.append(f"| {record['run']} | {record.get('commit', '')} | {record.get('date', '')} | "
+            origin = f" (the record of {record['same_as']})" if record.get("same_as") else ""
+            lines.append(f"| {record['run']}{origin} | {record.get('commit', '')} | {record.get('date', '')} | "
                          f"{record.get('machine', '')} | `{' '.join(record['settings'])}` |")
         lines.append("")
     missing = [run.name for run in runs if run.name not in finished]

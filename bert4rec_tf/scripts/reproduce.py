@@ -309,8 +309,10 @@ def main(argv: list[str] | None = None) -> int:
         if state == "finished":
             print(f"run {index}/{len(runs)}: {run.name} finished earlier, skipped", flush=True)
         elif state == "recorded":
-            print(f"run {index}/{len(runs)}: {run.name} recorded in {args.results_dir} with these settings, skipped",
-                  flush=True)
+            shared = read_record(args.results_dir, args.experiment, run, _settings(run, args, sources)).get("same_as")
+            where = f"as {shared} " if shared else ""
+            print(f"run {index}/{len(runs)}: {run.name} recorded in {args.results_dir} {where}with these settings, "
+                  "skipped", flush=True)
         else:
             todo.append((index, run, state))
     # A run takes at least its budget (POP, with nothing to train, takes less and says little).

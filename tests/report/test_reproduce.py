@@ -271,3 +271,32 @@ def test_links_in_the_notes_hold_from_the_report_that_quotes_them():
     assert rebase_links(text, "table2") == (
         "See [runs](../experiments.md#best-runs), [ablation](ablation.md), [here](table2/figure.png), "
         "[web](https://example.org/a.md) and [above](#table).")
+
+
+def test_a_run_with_the_settings_of_another_experiments_record_is_that_record(tmp_path):
+    from bert4rec_tf.reproduction import read_record, record_path, write_report, RECORD_VERSION
+    settings = ["--dataset", "ml-1m", "--model", "bert4rec", "--recipe", "cpu-1h"]
+    table2 = next(run for run in plan("table2", ["ml-1m"]) if run.setting == "bert4rec")
+    default = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-default")
+    record = {**_record("ml-1m", "bert4rec", {"pop": {"HR@10": 0.69}}), "version": RECORD_VERSION,
+              "experiment": "table2", "settings": settings, "commit": "abc1234", "date": "2026-11-25",
+              "machine": "test", "command": "bert4rec-reproduce table2"}
+    os.makedirs(tmp_path / "table2")
+    (tmp_path / "table2" / "ml-1m-bert4rec.json").write_text(json.dumps(record), encoding="utf-8")
+    assert read_record(str(tmp_path), "table2", table2, settings)["run"] == "ml-1m-bert4rec"
+    shared = read_record(str(tmp_path), "ablation", default, settings)
+    assert shared["run"] == "ml-1m-ablation-default" and shared["experiment"] == "ablation"
+    assert shared["same_as"] == "table2/ml-1m-bert4rec" and shared["test"] == record["test"]
+    # Other settings (another recipe) or another data set's run are not the same training.
+    assert read_record(str(tmp_path), "ablation", default, [*settings[:-1], "cpu-30m"]) is None
+    beauty = next(run for run in plan("ablation", ["beauty"]) if run.setting == "ablation-default")
+    assert read_record(str(tmp_path), "ablation", beauty, settings) is None
+    # A stale record of other settings in the experiment's own folder does not hide the shared one.
+    os.makedirs(tmp_path / "ablation")
+    (tmp_path / "ablation" / "ml-1m-ablation-default.json").write_text(
+        json.dumps({**record, "settings": ["--seed", "2"]}), encoding="utf-8")
+    assert read_record(str(tmp_path), "ablation", default, settings)["same_as"] == "table2/ml-1m-bert4rec"
+    assert not os.path.exists(record_path(str(tmp_path), "ablation", plan("ablation", ["ml-1m"])[1]))
+    write_report(str(tmp_path), "ablation", "ablation", plan("ablation", ["ml-1m"]), [shared], [])
+    report = (tmp_path / "ablation.md").read_text(encoding="utf-8")
+    assert "| ml-1m-ablation-default (the record of table2/ml-1m-bert4rec) | abc1234 |" in report
