@@ -44,36 +44,63 @@ def _legend(axis, lines: int) -> None:
         axis.legend(fontsize=8)
 
 
-def curves_figure(records: list[dict], path: str, metric: str = "pop/NDCG@10") -> str | None:
-    """Validation `metric` against training time (minutes), one panel per data set, one line per run
-    (the runs' records, `bert4rec_tf.reproduction.make_record`). A run without a curve (POP, which
+METRIC_LABELS = {"pop": "pop-100", "uniform": "uniform-100", "full": "full-ranking"}
+
+
+def metric_label(metric: str) -> str:
+    """"pop/NDCG@10" -> "pop-100 NDCG@10": the protocol's name as the report's tables give it."""
+    protocol, name = metric.split("/", 1)
+    return f"{METRIC_LABELS.get(protocol, protocol)} {name}"
+
+
+def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("pop/NDCG@10", "full/NDCG@10"),
+                  ) -> str | None:
+    """Validation quality against training time (minutes): one row per data set, one panel per
+    metric (the sampled and the full-ranking view, which can order the runs differently), one line per
+    run (the runs' records, `bert4rec_tf.reproduction.make_record`). A run without a curve (POP, which
     does not train) is a dashed horizontal line at its test value."""
     plt = _pyplot()
-    curves: dict[str, list[tuple[str, list[float], list[float]]]] = {}
-    flat: dict[str, list[tuple[str, float]]] = {}
-    for record in records:
-        points = [p for p in record.get("curve", []) if p.get("seconds") is not None and p.get(metric) is not None]
-        if points:
-            curves.setdefault(record["dataset"], []).append(
-                (record["setting"], [p["seconds"] / 60 for p in points], [p[metric] for p in points]))
-        else:
-            protocol, name = metric.split("/", 1)
-            value = record.get("test", {}).get(protocol, {}).get(name)
-            if value is not None:
-                flat.setdefault(record["dataset"], []).append((record["setting"], value))
-    if not curves:
+    datasets = list(dict.fromkeys(record["dataset"] for record in records))
+    panels = []
+    for dataset in datasets:
+        for metric in metrics:
+            lines, flat = [], []
+            for record in (r for r in records if r["dataset"] == dataset):
+                points = [p for p in record.get("curve", [])
+                          if p.get("seconds") is not None and p.get(metric) is not None]
+                if points:
+                    lines.append((record["setting"], [p["seconds"] / 60 for p in points], [p[metric] for p in points]))
+                else:
+                    protocol, name = metric.split("/", 1)
+                    value = record.get("test", {}).get(protocol, {}).get(name)
+                    if value is not None:
+                        flat.append((record["setting"], value))
+            if lines:
+                panels.append((dataset, metric, lines, flat))
+    if not panels:
         return None
-    figure, axes = plt.subplots(1, len(curves), figsize=(6 * len(curves), 4), squeeze=False)
-    for axis, (dataset, lines) in zip(axes[0], curves.items()):
-        for (label, minutes, values), style in zip(lines, line_styles(len(lines))):
-            axis.plot(minutes, values, markersize=3, label=label, **style)
-        for label, value in flat.get(dataset, []):
-            axis.axhline(value, color="grey", linestyle="--", linewidth=1, label=f"{label} (test, untrained)")
-        axis.set_title(dataset)
-        axis.set_xlabel("training and validation time (minutes)")
-        axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ')}")
-        axis.grid(alpha=0.3)
-        _legend(axis, len(lines) + len(flat.get(dataset, [])))
+    rows = list(dict.fromkeys(dataset for dataset, *_ in panels))
+    columns = max(sum(1 for panel in panels if panel[0] == dataset) for dataset in rows)
+    figure, axes = plt.subplots(len(rows), columns, figsize=(6 * columns, 4 * len(rows)), squeeze=False)
+    for row, dataset in enumerate(rows):
+        mine = [panel for panel in panels if panel[0] == dataset]
+        for column in range(columns):
+            axis = axes[row][column]
+            if column >= len(mine):
+                axis.set_visible(False)
+                continue
+            _, metric, lines, flat = mine[column]
+            for (label, minutes, values), style in zip(lines, line_styles(len(lines))):
+                axis.plot(minutes, values, markersize=3, label=label, **style)
+            for label, value in flat:
+                axis.axhline(value, color="grey", linestyle="--", linewidth=1, label=f"{label} (test, untrained)")
+            axis.set_title(f"{dataset}: {metric_label(metric)}")
+            axis.set_xlabel("training and validation time (minutes)")
+            axis.set_ylabel(f"validation {metric_label(metric)}")
+            axis.grid(alpha=0.3)
+            if len(lines) + len(flat) <= 6 or column == len(mine) - 1:  # a long legend once, at the right
+                _legend(axis, len(lines) + len(flat))
+    figure.tight_layout()
     return _save(figure, path)
 
 
