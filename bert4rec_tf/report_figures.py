@@ -54,12 +54,19 @@ def metric_label(metric: str) -> str:
 
 
 def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("pop/NDCG@10", "full/NDCG@10"),
-                  ) -> str | None:
+                  order: list[str] | None = None) -> str | None:
     """Validation quality against training time (minutes): one row per data set, one panel per
     metric (the sampled and the full-ranking view, which can order the runs differently), one line per
     run (the runs' records, `bert4rec_tf.reproduction.make_record`). A run without a curve (POP, which
-    does not train) is a dashed horizontal line at its test value."""
+    does not train) is a dashed horizontal line at its test value.
+
+    `order` names the experiment's settings (runs) in its plan's order: a setting keeps its line style
+    and its place in the legend in every panel and in every figure drawn with the same `order`, whichever
+    runs have finished. Settings not in it follow, in the records' order."""
     plt = _pyplot()
+    names = list(dict.fromkeys([*(order or []), *(record["setting"] for record in records)]))
+    styles = dict(zip(names, line_styles(len(names))))
+    records = sorted(records, key=lambda record: names.index(record["setting"]))
     datasets = list(dict.fromkeys(record["dataset"] for record in records))
     panels = []
     for dataset in datasets:
@@ -90,8 +97,8 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
                 axis.set_visible(False)
                 continue
             _, metric, lines, flat = mine[column]
-            for (label, minutes, values), style in zip(lines, line_styles(len(lines))):
-                axis.plot(minutes, values, markersize=3, label=label, **style)
+            for label, minutes, values in lines:
+                axis.plot(minutes, values, markersize=3, label=label, **styles[label])
             for label, value in flat:
                 axis.axhline(value, color="grey", linestyle="--", linewidth=1, label=f"{label} (test, untrained)")
             axis.set_title(f"{dataset}: {metric_label(metric)}")

@@ -138,10 +138,13 @@ def _figures(args: argparse.Namespace, folder: str, records: list[dict], rows: l
     from bert4rec_tf import report_figures
 
     os.makedirs(folder, exist_ok=True)
-    # One figure of validation quality against minutes per data set: the equal-compute view.
+    # One figure of validation quality against minutes per data set: the equal-compute view. A run
+    # has the same line style in every data set's figure (the plan's order).
+    datasets = list(dict.fromkeys(record["dataset"] for record in records))
+    order = list(dict.fromkeys(run.setting for run in plan(args.experiment, datasets)))
     made = [report_figures.curves_figure([record for record in records if record["dataset"] == dataset],
-                                         os.path.join(folder, f"validation_curves_{dataset}.png"))
-            for dataset in dict.fromkeys(record["dataset"] for record in records)]
+                                         os.path.join(folder, f"validation_curves_{dataset}.png"), order=order)
+            for dataset in datasets]
     if args.experiment in SWEEPS:
         made.append(report_figures.sweep_figure(rows, args.experiment, os.path.join(folder, f"{args.experiment}.png")))
     bert4rec = [row for row in rows if row["model"] == "bert4rec" and row.get("pop/NDCG@10") is not None]

@@ -40,3 +40,30 @@ def test_curves_figure_draws_a_panel_per_protocol_and_a_row_per_data_set(tmp_pat
     assert report_figures.curves_figure(records[2:], str(tmp_path / "none.png")) is None
     assert not (tmp_path / "none.png").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.png", "two.png"]  # no temporary left
+
+
+def test_a_run_keeps_its_line_style_across_figures(monkeypatch, tmp_path):
+    """With the plan's order, a setting is drawn alike in every data set's figure, whichever runs have
+    finished (on 2026-11-25 BERT4Rec was orange on ML-1m and blue on Beauty)."""
+    drawn = []
+    import matplotlib.axes
+
+    original = matplotlib.axes.Axes.plot
+
+    def plot(self, *args, **kwargs):
+        drawn.append((kwargs.get("label"), kwargs.get("color"), kwargs.get("linestyle")))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", plot)
+    order = ["pop", "sasrec-ce", "bert4rec", "bert4rec-match"]
+    report_figures.curves_figure([_record("ml-1m", "bert4rec-match", _curve(0.1)), _record("ml-1m", "bert4rec", _curve(0.1)),
+                                  _record("ml-1m", "sasrec-ce", _curve(0.2))], str(tmp_path / "a.png"), order=order)
+    first = dict((label, (color, line)) for label, color, line in drawn)
+    drawn.clear()
+    report_figures.curves_figure([_record("beauty", "bert4rec", _curve(0.1)), _record("beauty", "sasrec-ce", _curve(0.2))],
+                                 str(tmp_path / "b.png"), order=order)
+    second = dict((label, (color, line)) for label, color, line in drawn)
+    assert second["bert4rec"] == first["bert4rec"] and second["sasrec-ce"] == first["sasrec-ce"]
+    assert len(set(first.values())) == 3  # and the runs of one figure differ
+    # The legend follows the plan's order, not the records'.
+    assert [label for label, *_ in drawn[:2]] == ["sasrec-ce", "bert4rec"]
