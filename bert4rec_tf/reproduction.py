@@ -237,12 +237,59 @@ def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]
     return shared_record(results_dir, experiment, run, settings)
 
 
+# train.py flags that set a configuration field (train.py adds them to the overrides as `name=value`).
+_CONFIG_FLAGS = ("--train_steps", "--batch_size", "--learning_rate", "--max_len", "--hidden_size", "--loss")
+# train.py flags outside the configuration that still decide how a run trains or which checkpoint it keeps.
+_RUN_FLAGS = ("--dataset", "--model", "--recipe", "--seed", "--eval_every", "--patience", "--strategy",
+              "--logical_cpus")
+
+
+def resolved_settings(settings: list[str]) -> dict | None:
+    """What a run's train.py `settings` (`run_settings`) amount to: the configuration train.py builds
+    from them (the preset, the recipe, then the overrides) and the flags outside it. Runs whose
+    settings resolve alike train alike however their flags are written: in the sweeps, N 100 on ML-1m
+    with its 20 slots and d 64 with its FFN of 256 are both the recipe's own BERT4Rec. None when the
+    settings hold a flag this does not know or cannot be resolved (then only equal flags match)."""
+    from bert4rec_tf import cli
+
+    if len(settings) % 2:
+        return None
+    flags, overrides = {}, []
+    for flag, value in zip(settings[0::2], settings[1::2]):
+        if flag == "--config":
+            overrides.append(value)
+        elif flag in _CONFIG_FLAGS:
+            overrides.append(f"{flag[2:]}={value}")
+        elif flag == "--time_budget":
+            try:
+                overrides.append(f"time_budget={cli.parse_duration(value)}")
+            except ValueError:
+                return None
+        elif flag in _RUN_FLAGS and flag not in flags:
+            flags[flag] = value
+        else:
+            return None
+    if "--dataset" not in flags:
+        return None
+    seed = flags.get("--seed")
+    try:
+        config = cli.experiment_config(flags["--dataset"], overrides, int(seed) if seed is not None else None,
+                                       flags.get("--model", "bert4rec"), flags.get("--recipe"))
+    except (ValueError, KeyError, TypeError):
+        return None
+    flags.pop("--seed", None)
+    flags.pop("--recipe", None)  # both are in the configuration (data.seed, train.recipe)
+    return {"config": config.to_dict(), "flags": flags}
+
+
 def shared_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
-    """A record of another experiment made with exactly these train.py `settings` (the ablation's
-    default is Table 2's BERT4Rec at the same recipe), as `run`'s record with `same_as` naming its
+    """A record of another experiment whose train.py settings resolve to these `settings`
+    (`resolved_settings`; the ablation's default is Table 2's BERT4Rec at the same recipe, and the
+    sweeps' runs at the recipe's own value are one run), as `run`'s record with `same_as` naming its
     origin: one training, not two of the same command. None when no other experiment has one."""
     if not os.path.isdir(results_dir):
         return None
+    mine = resolved_settings(settings)
     for other in sorted(os.listdir(results_dir)):
         folder = os.path.join(results_dir, other)
         if other == experiment or not os.path.isdir(folder):
@@ -251,8 +298,10 @@ def shared_record(results_dir: str, experiment: str, run: Run, settings: list[st
             if not name.startswith(f"{run.dataset}-") or not name.endswith(".json"):
                 continue
             record = read_json(os.path.join(folder, name), "run record")
-            if (record.get("version") == RECORD_VERSION and record.get("settings") == settings
-                    and record.get("dataset") == run.dataset and not record.get("same_as")):
+            if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):
+                continue
+            theirs = record.get("settings")
+            if theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine):
                 return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
                         "value": run.value, "same_as": f"{other}/{record['run']}"}
     return None

@@ -300,3 +300,32 @@ def test_a_run_with_the_settings_of_another_experiments_record_is_that_record(tm
     write_report(str(tmp_path), "ablation", "ablation", plan("ablation", ["ml-1m"]), [shared], [])
     report = (tmp_path / "ablation.md").read_text(encoding="utf-8")
     assert "| ml-1m-ablation-default (the record of table2/ml-1m-bert4rec) | abc1234 |" in report
+
+
+def test_sweep_runs_at_the_recipes_own_value_are_one_run(tmp_path):
+    """Settings written differently but resolving to the same configuration share one record: at
+    cpu-30m, N 100 on ML-1m (20 slots) and d 64 (FFN 256) are both the recipe's own BERT4Rec."""
+    from bert4rec_tf.reproduction import RECORD_VERSION, read_record, resolved_settings
+    base = ["--dataset", "ml-1m", "--model", "bert4rec", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-30m"]
+    runs = {run.setting: run for name in ("max_len", "hidden_size", "mask_prob") for run in plan(name, ["ml-1m"])}
+    settings = {setting: base + list(run.flags) for setting, run in runs.items()}
+    assert resolved_settings(settings["max-len-100"]) == resolved_settings(settings["hidden-size-64"])
+    assert resolved_settings(settings["max-len-100"]) == resolved_settings(base)
+    # A setting that changes the configuration, a flag outside it, or another seed: not the same run.
+    assert resolved_settings(settings["hidden-size-32"]) != resolved_settings(base)
+    assert resolved_settings(settings["mask-prob-0.2"]) != resolved_settings(base)  # 40 slots, not 20
+    assert resolved_settings([*base, "--eval_every", "1000"]) is None  # a flag given twice
+    assert resolved_settings(base[:-2] + ["--recipe", "cpu-1h"]) != resolved_settings(base)
+    assert resolved_settings([*base[:4], "--seed", "1", *base[6:]]) != resolved_settings(base)
+    assert resolved_settings([*base, "--unknown", "1"]) is None
+    assert resolved_settings([*base, "--config", "no_such_key=1"]) is None
+    # The record of max_len's N 100 answers hidden_size's d 64, named as its origin; d 32 trains.
+    record = {**_record("ml-1m", "max-len-100", {"pop": {"HR@10": 0.66}}), "version": RECORD_VERSION,
+              "experiment": "max_len", "settings": settings["max-len-100"], "value": 100}
+    os.makedirs(tmp_path / "max_len")
+    (tmp_path / "max_len" / "ml-1m-max-len-100.json").write_text(json.dumps(record), encoding="utf-8")
+    shared = read_record(str(tmp_path), "hidden_size", runs["hidden-size-64"], settings["hidden-size-64"])
+    assert shared["same_as"] == "max_len/ml-1m-max-len-100" and shared["value"] == 64
+    assert shared["setting"] == "hidden-size-64" and shared["test"] == record["test"]
+    assert read_record(str(tmp_path), "hidden_size", runs["hidden-size-32"], settings["hidden-size-32"]) is None
+    assert read_record(str(tmp_path), "mask_prob", runs["mask-prob-0.2"], settings["mask-prob-0.2"]) is None
