@@ -14,13 +14,15 @@ Each run is an ordinary model directory, `<out>/runs/<dataset>-<setting>`, train
 (bert4rec-evaluate and TensorBoard read it). Re-running the same command skips finished runs and resumes
 unfinished ones. The runs use --recipe (default cpu-30m; docs/training.md) with
 --budget as each run's time budget, or --train_steps steps. The report (`report.md`, `report.csv`
-and PNG figures) is rewritten after every run.
+and PNG figures) is rewritten after every run. With --deadline no run starts that would end after
+it (a job's or a session's end): the runs left over train when the command is given again.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -61,6 +63,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1,
                         help="runs trained at once, each pinned to its own share of this process's cores (e.g. 2 "
                              "on 2 cores: one core each, so every run gets the same compute)")
+    parser.add_argument("--deadline", default=None,
+                        help="start no run expected to end after this: a time of day HH:MM (its next occurrence, "
+                             "local time) or a duration from now (e.g. 2h40m). A run is expected to take its budget "
+                             "and 5 minutes of preparation, test and export, or as long as the runs trained before "
+                             "it in this command took; runs not started train when the command is given again")
     parser.add_argument("--results_dir", default=None,
                         help="also keep each finished run's record (<dir>/<experiment>/<run>.json: metrics, curve, "
                              "commit, machine, settings; no data or weights) and write the report to "
@@ -107,6 +114,41 @@ def time_left(spent: list[float], budget: float, runs: int, jobs: int) -> float 
 def trained_runs(runs) -> int:
     """How many of `runs` train: POP has nothing to train and takes about a minute, not a budget."""
     return sum(run.model != "pop" for run in runs)
+
+
+# What a trained run takes beyond its budget (reading the data, the test in three protocols, the
+# export): 2 to 4 minutes for ML-1m and Beauty on a 2-core CPU. POP takes about a minute in all.
+RUN_OVERHEAD = 300.0
+POP_SECONDS = 120.0
+
+
+def parse_deadline(text: str, now: float) -> float:
+    """The time (seconds since the epoch) that `--deadline text` names: "HH:MM" is the next time the
+    local clock shows it, anything else a duration from `now` ("2h40m", "90m", "5400").
+
+    Raises:
+        ValueError: when `text` is neither.
+    """
+    clock = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*", text)
+    if clock is None:
+        return now + cli.parse_duration(text, "--deadline")
+    hour, minute = int(clock.group(1)), int(clock.group(2))
+    if hour > 23 or minute > 59:
+        raise ValueError(f"--deadline {text!r} is not a time of day HH:MM (00:00 to 23:59)")
+    day = time.localtime(now)
+    target = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, hour, minute, 0, 0, 0, -1))
+    return target if target > now else time.mktime((day.tm_year, day.tm_mon, day.tm_mday + 1, hour, minute, 0, 0, 0, -1))
+
+
+def expected_seconds(run, budget: float, spent: list[float]) -> float | None:
+    """How long `run` is expected to take: POP about two minutes; a trained run its `budget` and
+    `RUN_OVERHEAD`, or the mean of the trained runs before it (`spent`) when that is longer. None
+    when neither is known (a run of --train_steps before any has ended)."""
+    if run.model == "pop":
+        return POP_SECONDS
+    measured = sum(spent) / len(spent) if spent else 0.0
+    expected = max(measured, budget + RUN_OVERHEAD if budget else 0.0)
+    return expected or None
 
 
 def core_groups(jobs: int, cores: list[int]) -> list[list[int]]:
@@ -267,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         sources = dict(item.split("=", 1) for item in args.source_file)
         if args.budget:
             cli.parse_duration(args.budget, "--budget")
+        deadline = parse_deadline(args.deadline, time.time()) if args.deadline else None
         groups: list[list[int] | None] = core_groups(args.jobs, _usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
         reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
@@ -325,10 +368,22 @@ def main(argv: list[str] | None = None) -> int:
     spent: list[float] = []
     running: dict = {}  # process -> (run, start time, slot, log file)
     free = list(range(len(groups)))
-    failed = []
+    failed, postponed = [], []
+
+    def run_budget(run) -> float:
+        return cli.parse_duration(args.budget) if args.budget else float(
+            recipe_overrides(args.recipe, run.dataset, run.model).get("time_budget", 0.0))
+
     while running or (todo and not failed):
         while todo and free and not failed:
             index, run, state = todo.pop(0)
+            expected = expected_seconds(run, run_budget(run), spent)
+            if deadline is not None and expected is not None and time.time() + expected > deadline:
+                postponed.append(run.name)
+                print(f"run {index}/{len(runs)}: {run.name} not started: it would end after the deadline "
+                      f"({time.strftime('%H:%M', time.localtime(deadline))}; it takes about {_duration(expected)})",
+                      flush=True)
+                continue
             slot = free.pop(0)
             model_dir = os.path.join(args.out, "runs", run.name)
             left = len(todo) + len(running) + 1
@@ -362,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1  # the report was written when the run failed
     if not spent:  # every run was skipped: the report has not been written in this call
         report(args, reported, sources, command)
+    if postponed:
+        print(f"{len(postponed)} run{'s' * (len(postponed) > 1)} not started before the deadline "
+              f"({', '.join(postponed)}): give the command again to train "
+              f"{'them' if len(postponed) > 1 else 'it'}", flush=True)
     print(f"report: {os.path.join(args.out, 'report.md')}"
           + (f" and {os.path.join(args.results_dir, args.experiment + '.md')}" if args.results_dir else ""))
     return 0

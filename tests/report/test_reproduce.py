@@ -197,6 +197,8 @@ def test_a_run_folder_trained_with_other_settings_is_refused_not_reported(tmp_pa
     (["--source_file", "beauty"], "error: --source_file takes DATASET=PATH"),
     (["--datasets", "ml-2m"], "error: unknown dataset(s) ml-2m"),
     (["--jobs", "64"], "error: --jobs 64 needs at least 64 cores"),
+    (["--deadline", "25:00"], "error: --deadline '25:00' is not a time of day HH:MM"),
+    (["--deadline", "soon"], "error: --deadline 'soon' is not a duration"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, args, message):
     result = reproduce("table2", "--out", str(tmp_path / "out"), "--dry_run", *args)
@@ -329,3 +331,43 @@ def test_sweep_runs_at_the_recipes_own_value_are_one_run(tmp_path):
     assert shared["setting"] == "hidden-size-64" and shared["test"] == record["test"]
     assert read_record(str(tmp_path), "hidden_size", runs["hidden-size-32"], settings["hidden-size-32"]) is None
     assert read_record(str(tmp_path), "mask_prob", runs["mask-prob-0.2"], settings["mask-prob-0.2"]) is None
+
+
+def test_deadline_is_a_clock_time_or_a_duration():
+    import time
+
+    from bert4rec_tf.scripts.reproduce import parse_deadline
+
+    now = time.mktime((2026, 11, 25, 9, 30, 0, 0, 0, -1))
+    assert parse_deadline("2h40m", now) == now + 9600
+    assert parse_deadline("10:35", now) == now + 65 * 60  # later today
+    assert parse_deadline("09:00", now) == now + 23.5 * 3600  # passed today: tomorrow
+    assert parse_deadline("9:30", now) == now + 24 * 3600
+
+
+def test_a_run_is_expected_to_take_its_budget_and_the_overhead_or_what_runs_took():
+    from bert4rec_tf.reproduction import Run
+    from bert4rec_tf.scripts.reproduce import POP_SECONDS, RUN_OVERHEAD, expected_seconds
+
+    bert4rec, pop = Run("ml-1m", "bert4rec", "bert4rec"), Run("ml-1m", "pop", "pop")
+    assert expected_seconds(bert4rec, 3600.0, []) == 3600.0 + RUN_OVERHEAD
+    assert expected_seconds(bert4rec, 3600.0, [4200.0, 4400.0]) == 4300.0  # measured, longer
+    assert expected_seconds(bert4rec, 3600.0, [3700.0]) == 3600.0 + RUN_OVERHEAD  # never below the budget's
+    assert expected_seconds(bert4rec, 0.0, []) is None  # --train_steps, nothing measured: unknown
+    assert expected_seconds(bert4rec, 0.0, [50.0]) == 50.0
+    assert expected_seconds(pop, 3600.0, []) == POP_SECONDS
+
+
+def test_no_run_starts_that_would_end_after_the_deadline(tmp_path):
+    """An hour's run is not started 20 minutes before the deadline (it would be cut off and lost);
+    the command says which runs wait and ends without error, and the dry run still lists them."""
+    source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
+    args = ["table2", "--datasets", "beauty", "--only", "sasrec-ce,bert4rec", "--budget", "1h",
+            "--out", str(tmp_path / "out"), "--source_file", f"beauty={source}", "--deadline", "20m"]
+    result = reproduce(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "run 1/2: beauty-sasrec-ce not started: it would end after the deadline" in result.stdout
+    assert "run 2/2: beauty-bert4rec not started" in result.stdout
+    assert "2 runs not started before the deadline (beauty-sasrec-ce, beauty-bert4rec)" in result.stdout
+    assert not os.path.exists(tmp_path / "out" / "runs")
+    assert "0 of 6 runs finished" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
