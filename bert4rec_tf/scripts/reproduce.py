@@ -104,11 +104,18 @@ def _train_environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": PACKAGE_ROOT + (os.pathsep + path if path else "")}
 
 
-def time_left(spent: list[float], budget: float, runs: int, jobs: int) -> float | None:
+def time_left(spent: list[float], budget: float, runs: int, jobs: int, elapsed: tuple[float, ...] = ()) -> float | None:
     """Seconds until `runs` more runs end, `jobs` at a time: each takes the mean of the trained runs
-    before it (`spent`), and at least the budget. None when neither is known."""
+    before it (`spent`), and at least the budget. `elapsed`: the seconds that the runs among `runs`
+    already going have run (each has the rest of its time left). None when neither is known."""
     per_run = max(sum(spent) / len(spent) if spent else 0.0, budget)
-    return per_run * -(-runs // jobs) if per_run else None
+    if not per_run:
+        return None
+    going = sorted(max(per_run - seconds, 0.0) for seconds in elapsed[:jobs])
+    slots = going + [0.0] * (jobs - len(going))
+    for _ in range(max(runs - len(going), 0)):
+        slots[slots.index(min(slots))] += per_run  # the next run starts when the first slot is free
+    return max(slots)
 
 
 def trained_runs(runs) -> int:
@@ -388,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
             model_dir = os.path.join(args.out, "runs", run.name)
             left = len(todo) + len(running) + 1
             trained = trained_runs([run, *(r for _, r, _ in todo), *(entry[0] for entry in running.values())])
-            estimate = time_left(spent, budget, trained, len(groups))
+            now = time.monotonic()
+            estimate = time_left(spent, budget, trained, len(groups),
+                                 tuple(now - entry[1] for entry in running.values() if entry[0].model != "pop"))
             cores = groups[slot]
             print(f"run {index}/{len(runs)}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")

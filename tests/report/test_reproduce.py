@@ -154,6 +154,18 @@ def test_the_time_left_counts_the_budget_when_no_run_has_trained_yet():
     assert time_left([], 0.0, runs=3, jobs=1) is None
 
 
+def test_the_time_left_counts_what_running_runs_have_left():
+    """On 2026-11-25 the third of four one-hour runs started as the first ended, with the second 59
+    minutes in, and the command said 2h02m for the three left: it is about one hour."""
+    from bert4rec_tf.scripts.reproduce import time_left
+
+    hour = 3660.0
+    assert time_left([hour], 3600.0, runs=3, jobs=2, elapsed=(59 * 60.0,)) == pytest.approx(hour + 2 * 60.0)
+    assert time_left([hour], 3600.0, runs=3, jobs=2) == 2 * hour  # as if none had started
+    assert time_left([], 3600.0, runs=2, jobs=2, elapsed=(600.0, 1200.0)) == 3000.0
+    assert time_left([], 3600.0, runs=1, jobs=1, elapsed=(5000.0,)) == 0.0  # overdue: ends any moment
+
+
 @pytest.mark.slow
 def test_two_jobs_train_at_once_on_a_core_each(tmp_path):
     if len(os.sched_getaffinity(0)) < 2:
@@ -216,7 +228,7 @@ def _record(dataset, setting, test):
 def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
     records = [_record("ml-1m", "bert4rec", {"pop": {"HR@10": 0.60, "NDCG@10": 0.40},
                                              "full": {"Recall@10": 0.20, "NDCG@10": 0.10}}),
-               _record("ml-1m", "sasrec-bce", {"pop": {"HR@10": 0.65, "NDCG@10": 0.39}}),
+               _record("ml-1m", "sasrec-bce", {"pop": {"HR@10": 0.65, "NDCG@10": 0.36}}),
                _record("ml-1m", "sasrec-ce", {"full": {"Recall@10": 0.25, "NDCG@10": 0.10}}),
                _record("ml-1m", "pop", {"uniform": {"HR@10": 0.43}})]
     pairs = {(p["first"], p["second"], p["protocol"], p["metric"]): p for p in orderings(report_rows(records))}
@@ -231,8 +243,9 @@ def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
     assert len(pairs) == 4 and not any("pop" in key[:2] for key in pairs)
     write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [])
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
-    assert "| bert4rec vs sasrec-bce | pop-100 | HR@10 | 0.6970 vs 0.6629 | 0.6000 vs 0.6500 | reversed |" in report
+    assert "| bert4rec vs sasrec-bce | pop-100 | HR@10 | 0.6970 vs 0.6629 | 0.6000 vs 0.6500 | reversed | 0.0176 |" in report
     assert "| bert4rec vs sasrec-ce | full ranking | NDCG@10 | 0.0806 vs 0.1821 | 0.1000 vs 0.1000 | tie |" in report
+    assert "two standard errors over the 6,040 test users" in report
     assert "## Discussion" not in report
     write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [], notes="SASRec leads.\n")
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
@@ -241,11 +254,27 @@ def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
 
 def test_ablation_orderings_pair_each_change_with_the_default():
     records = [_record("ml-1m", f"ablation-{name}", {"pop": {"NDCG@10": value}})
-               for name, value in (("default", 0.45), ("no-pe", 0.30), ("layers-4", 0.44))]
+               for name, value in (("default", 0.45), ("no-pe", 0.30), ("layers-4", 0.42), ("layers-3", 0.44))]
     pairs = orderings(report_rows(records))
     assert [(p["first"], p["second"], p["holds"]) for p in pairs] == [
         ("ablation-default", "ablation-no-pe", True),  # published 0.4759 > 0.2155
-        ("ablation-default", "ablation-layers-4", False)]  # published 0.4759 < 0.4898
+        ("ablation-default", "ablation-layers-4", False),  # published 0.4759 < 0.4898
+        ("ablation-default", "ablation-layers-3", None)]  # 0.01 apart: within two standard errors (0.0181)
+
+
+def test_an_order_within_the_test_sets_noise_is_a_tie():
+    """0.6856 against 0.6866 on ML-1m's 6,040 test users (the 2026-11-25 SASRec-bce and BERT4Rec) is
+    no order: two standard errors of the difference are 0.0168. On Beauty's 40,226 users 0.01 is one."""
+    from bert4rec_tf.reproduction import noise_margin, tested_users
+
+    assert tested_users("ml-1m") == 6040 and tested_users("beauty") == 40226 and tested_users("custom") is None
+    assert noise_margin(0.6856, 0.6866, 6040) == pytest.approx(0.01689, abs=1e-5)
+    assert noise_margin(0.5, 0.5, 40226) == pytest.approx(2 * (0.5 / 40226) ** 0.5)
+    assert noise_margin(0.5, 0.4, None) == 0.0
+    tied = [_record("ml-1m", "bert4rec", {"pop": {"HR@10": 0.6866}}), _record("ml-1m", "sasrec-bce", {"pop": {"HR@10": 0.6856}})]
+    assert [p["holds"] for p in orderings(report_rows(tied))] == [None]
+    apart = [_record("beauty", "bert4rec", {"pop": {"HR@10": 0.2908}}), _record("beauty", "sasrec-bce", {"pop": {"HR@10": 0.2808}})]
+    assert [p["holds"] for p in orderings(report_rows(apart))] == [True]  # 0.0100 > 0.0063
 
 
 def test_a_report_lists_its_data_sets_in_one_order_whichever_command_wrote_it():
