@@ -289,6 +289,12 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
                                            config.train.train_steps, eval_every, probe, state["scheduled"],
                                            pace.pace, pace.overhead)
                 if not steps:
+                    # The budget ran out. When that happened inside the first interval, before the
+                    # pace was measured (a budget shorter than start-up, a few steps and a
+                    # validation), the warning below has not been given yet.
+                    if not warned and state["step"] < config.train.warmup_steps:
+                        print(warmup_warning(state["step"], config.train.warmup_steps, config.train.time_budget),
+                              file=sys.stderr)
                     break
                 schedule.set_total_steps(total)
                 if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured
