@@ -81,6 +81,10 @@ def argument_parser(doc: str) -> argparse.ArgumentParser:
     return parser
 
 
+# train.py flags that set a configuration field: each given one becomes the override `name=value`.
+OVERRIDE_FLAGS = ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size", "loss")
+
+
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
                       model: str = "bert4rec", recipe: str | None = None,
                       encoding: str | None = None) -> ExperimentConfig:

@@ -237,8 +237,6 @@ def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]
     return shared_record(results_dir, experiment, run, settings)
 
 
-# train.py flags that set a configuration field (train.py adds them to the overrides as `name=value`).
-_CONFIG_FLAGS = ("--train_steps", "--batch_size", "--learning_rate", "--max_len", "--hidden_size", "--loss")
 # train.py flags outside the configuration that still decide how a run trains or which checkpoint it keeps.
 _RUN_FLAGS = ("--dataset", "--model", "--recipe", "--seed", "--eval_every", "--patience", "--strategy",
               "--logical_cpus")
@@ -258,7 +256,7 @@ def resolved_settings(settings: list[str]) -> dict | None:
     for flag, value in zip(settings[0::2], settings[1::2]):
         if flag == "--config":
             overrides.append(value)
-        elif flag in _CONFIG_FLAGS:
+        elif flag[2:] in cli.OVERRIDE_FLAGS:
             overrides.append(f"{flag[2:]}={value}")
         elif flag == "--time_budget":
             try:
@@ -426,7 +424,7 @@ def orderings(rows: list[dict]) -> list[dict]:
             published = first["published"] - second["published"]
             ours = first["ours"] - second["ours"]
             margin = noise_margin(first["ours"], second["ours"], tested_users(dataset))
-            holds = None if published == 0 or abs(ours) <= margin or ours == 0 else (published > 0) == (ours > 0)
+            holds = None if published == 0 or abs(ours) <= margin else (published > 0) == (ours > 0)
             pairs.append({"dataset": dataset, "first": a, "second": b, "protocol": protocol, "metric": metric,
                           "source": source, "published": (first["published"], second["published"]),
                           "ours": (first["ours"], second["ours"]), "margin": margin, "holds": holds})

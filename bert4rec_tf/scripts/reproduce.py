@@ -368,19 +368,17 @@ def main(argv: list[str] | None = None) -> int:
                   "skipped", flush=True)
         else:
             todo.append((index, run, state))
-    # A run takes at least its budget (POP, with nothing to train, takes less and says little).
-    budget = cli.parse_duration(args.budget) if args.budget else max(
-        (float(recipe_overrides(args.recipe, run.dataset, run.model).get("time_budget", 0.0)) for _, run, _ in todo),
-        default=0.0)
-    spent: list[float] = []
-    running: dict = {}  # process -> (run, start time, slot, log file)
-    free = list(range(len(groups)))
-    failed, postponed = [], []
 
     def run_budget(run) -> float:
         return cli.parse_duration(args.budget) if args.budget else float(
             recipe_overrides(args.recipe, run.dataset, run.model).get("time_budget", 0.0))
 
+    # A run takes at least its budget (POP, with nothing to train, takes less and says little).
+    budget = max((run_budget(run) for _, run, _ in todo), default=0.0)
+    spent: list[float] = []
+    running: dict = {}  # process -> (run, start time, slot, log file)
+    free = list(range(len(groups)))
+    failed, postponed = [], []
     while running or (todo and not failed):
         while todo and free and not failed:
             index, run, state = todo.pop(0)

@@ -47,7 +47,7 @@ FLAGS = flags.FLAGS
 
 def _run() -> None:
     overrides = list(FLAGS.config)
-    for name in ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size", "loss"):
+    for name in cli.OVERRIDE_FLAGS:
         if getattr(FLAGS, name) is not None:
             overrides.append(f"{name}={getattr(FLAGS, name)}")
     if FLAGS.time_budget is not None:
