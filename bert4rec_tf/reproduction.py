@@ -456,6 +456,50 @@ def rebase_links(text: str, subfolder: str) -> str:
     return re.sub(r"\]\(([^)\s]+)\)", rebase, text)
 
 
+def _speed_cell(measurements: list[dict] | None) -> str:
+    from bert4rec_tf.calibration import FIGURES, speed_range
+
+    spans = [speed_range(measurements, figure) for figure in FIGURES]
+    if not all(spans):
+        return "not measured"
+    return ", ".join(f"{low:g}" if low == high else f"{low:g}-{high:g}" for low, high in spans)
+
+
+def machine_notes(records: list[dict]) -> list[str]:
+    """What the report says about its runs' machines (`bert4rec_tf.calibration`): the trained runs
+    whose cores were more than 10% slower than the fastest run's on either figure, whose resumes ran
+    on cores that differ by more, and which have no measurement. Empty when all were measured alike."""
+    from bert4rec_tf.calibration import FIGURES, TOLERANCE, slower_than, speed_range
+
+    trained = [record for record in records if record.get("model") != "pop"]
+    measured = [record for record in trained if all(speed_range(record.get("speed"), f) for f in FIGURES)]
+    fastest = {figure: max(speed_range(record["speed"], figure)[1] for record in measured)
+               for figure in FIGURES} if measured else {}
+    names = {"float32_gflops": "float32", "stream_gbs": "stream"}
+    notes = []
+    slower = [(record["run"], slower_than(record["speed"], fastest)) for record in measured]
+    slower = [(run, found) for run, found in slower if found]
+    if slower:
+        listed = "; ".join(f"{run} (" + ", ".join(f"{names[figure]} {value:+.0%}" for figure, value in found.items())
+                           + ")" for run, found in slower)
+        notes.append(f"**Not equal compute:** these runs' cores were more than {TOLERANCE:.0%} slower than the "
+                     f"fastest run's (its {fastest['float32_gflops']:g} GFLOP/s, {fastest['stream_gbs']:g} GB/s), "
+                     f"so their budget bought less training: {listed}.")
+    resumed = [record["run"] for record in measured
+               if any(speed_range(record["speed"], f)[0] < (1 - TOLERANCE) * speed_range(record["speed"], f)[1]
+                      for f in FIGURES)]
+    if resumed:
+        notes.append(f"Resumed on cores more than {TOLERANCE:.0%} apart in speed: {', '.join(resumed)}.")
+    unmeasured = [record["run"] for record in trained if record not in measured]
+    if unmeasured and measured:
+        notes.append(f"No speed measurement (recorded before records held one), so equal compute is not shown "
+                     f"for: {', '.join(unmeasured)}.")
+    elif unmeasured:
+        notes.append("No run has a speed measurement (recorded before records held one), so equal compute "
+                     "across machines is not shown.")
+    return [*(f"{note}\n" for note in notes)] if notes else []
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f}"
 
@@ -526,12 +570,14 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                   "script; its figures are quoted from the tables above as they stood on its date.", "",
                   rebase_links(notes.strip(), experiment), ""]
     if records:
-        lines += ["## Where each run comes from", "", "| run | commit | date | machine | train.py settings |",
-                  "|---|---|---|---|---|"]
+        lines += ["## Where each run comes from", "", *machine_notes(records),
+                  "| run | commit | date | machine | float32 GFLOP/s, stream GB/s | train.py settings |",
+                  "|---|---|---|---|---|---|"]
         for record in records:
             origin = f" (the record of {record['same_as']})" if record.get("same_as") else ""
             lines.append(f"| {record['run']}{origin} | {record.get('commit', '')} | {record.get('date', '')} | "
-                         f"{record.get('machine', '')} | `{' '.join(record['settings'])}` |")
+                         f"{record.get('machine', '')} | {_speed_cell(record.get('speed'))} | "
+                         f"`{' '.join(record['settings'])}` |")
         lines.append("")
     missing = [run.name for run in runs if run.name not in finished]
     if missing:

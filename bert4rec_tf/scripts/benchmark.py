@@ -39,6 +39,7 @@ import os
 import time
 
 from bert4rec_tf import cli
+from bert4rec_tf.calibration import float32_limit
 
 # TensorFlow, Keras, NumPy and the model are imported by `_import_heavy` once the arguments are parsed,
 # so that --help answers at once.
@@ -117,19 +118,6 @@ def _source_files(text: str) -> dict[str, str]:
         dataset, path = item.split("=", 1)
         pairs[dataset.strip()] = path.strip()
     return pairs
-
-
-def float32_limit(size: int = 2048, repeats: int = 5) -> float:
-    """FLOP/s of a size^3 float32 matrix product on this machine (the best of `repeats`)."""
-    a = tf.random.normal([size, size])
-    product = tf.function(lambda x: tf.matmul(x, x), autograph=False)
-    product(a).numpy()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        product(a).numpy()
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 / best
 
 
 def head_products_seconds(rows: int, classes: int, width: int, repeats: int = 5) -> float:

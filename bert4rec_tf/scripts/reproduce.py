@@ -21,6 +21,7 @@ it (a job's or a session's end): the runs left over train when the command is gi
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -212,10 +213,30 @@ def _provenance_file(model_dir: str) -> str:
     return os.path.join(model_dir, "reproduce.json")
 
 
-def _start_provenance(model_dir: str, command: str, cores: list[int] | None, settings: list[str]) -> None:
-    """Notes which commit and machine (and how many cores) train the run, with which settings (the
-    commit and machine joined when a resume changes them)."""
-    now = {**provenance(command, PACKAGE_ROOT, len(cores) if cores else None), "settings": settings}
+def machine_speed(pin=None) -> dict | None:
+    """`bert4rec_tf.calibration.measure()` on the cores `pin` gives a process (the run's), measured in
+    a process of its own just before the run trains; None, with a warning, when it fails (a run is
+    never held up by its calibration)."""
+    try:
+        result = subprocess.run([sys.executable, "-m", "bert4rec_tf.calibration"], capture_output=True, text=True,
+                                timeout=600, env=_train_environment(), preexec_fn=pin)
+        if result.returncode == 0:
+            return json.loads(result.stdout.strip().splitlines()[-1])
+        problem = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as error:
+        problem = str(error)
+    print(f"warning: the machine's speed could not be measured ({problem}); the record will lack it",
+          file=sys.stderr, flush=True)
+    return None
+
+
+def _start_provenance(model_dir: str, command: str, cores: list[int] | None, settings: list[str],
+                      speed: dict | None = None) -> None:
+    """Notes which commit and machine (and how many cores) train the run, with which settings and how
+    fast its cores were (`machine_speed`; one measurement per start), the commit and machine joined
+    when a resume changes them."""
+    now = {**provenance(command, PACKAGE_ROOT, len(cores) if cores else None), "settings": settings,
+           "speed": [speed] if speed else []}
     path = _provenance_file(model_dir)
     if os.path.isfile(path):
         before = read_json(path, "run provenance")
@@ -223,6 +244,7 @@ def _start_provenance(model_dir: str, command: str, cores: list[int] | None, set
             if now[key] not in before[key].split(" + "):
                 now[key] = f"{before[key]} + {now[key]}"
         now["date"] = before["date"] if before["date"] == now["date"] else f"{before['date']} to {now['date']}"
+        now["speed"] = before.get("speed", []) + now["speed"]
     os.makedirs(model_dir, exist_ok=True)
     write_json_atomic(path, now)
 
@@ -400,9 +422,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {index}/{len(runs)}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")
                   + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
-            _start_provenance(model_dir, command, cores, _settings(run, args, sources))
-            log = open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8")
             pin = (lambda cores=cores: os.sched_setaffinity(0, cores)) if cores else None
+            speed = machine_speed(pin) if run.model != "pop" else None  # POP has no compute to compare
+            _start_provenance(model_dir, command, cores, _settings(run, args, sources), speed)
+            log = open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8")
             process = subprocess.Popen(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,
                                        env=_train_environment(), preexec_fn=pin)
             running[process] = (run, time.monotonic(), slot, log)

@@ -119,6 +119,11 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     assert record["steps"] == 4 and record["test"]["pop"]["HR@10"] == pytest.approx(float(hr10["ours"]))
     assert "--model_dir" not in record["settings"] and "--train_steps" in record["settings"]
     assert record["curve"] and record["commit"] and record["machine"] and record["data"]["source"]
+    # The cores' speed was measured before BERT4Rec trained (not before POP, which trains nothing),
+    # once per start: the run was started twice.
+    assert [sorted(speed) for speed in record["speed"]] == [["cores", "float32_gflops", "stream_gbs", "time"]] * 2
+    pop = json.loads((results / "table2" / "beauty-pop.json").read_text(encoding="utf-8"))
+    assert pop["speed"] == []
     published = (results / "table2.md").read_text(encoding="utf-8")
     assert "2 of 6 runs finished" in published and "](table2/validation_curves_beauty.png)" in published
     assert (results / "table2" / "validation_curves_beauty.png").stat().st_size > 10_000
@@ -400,3 +405,46 @@ def test_no_run_starts_that_would_end_after_the_deadline(tmp_path):
     assert "2 runs not started before the deadline (beauty-sasrec-ce, beauty-bert4rec)" in result.stdout
     assert not os.path.exists(tmp_path / "out" / "runs")
     assert "0 of 6 runs finished" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+
+
+def _speed(gflops, gbs):
+    return {"float32_gflops": gflops, "stream_gbs": gbs, "cores": 1, "time": "2026-11-25T11:00:00"}
+
+
+def test_a_report_flags_runs_trained_on_slower_cores(tmp_path):
+    """The 2026-11-25 sessions' machines: 204 against 142 GFLOP/s, both "AMD EPYC, 2 cores"."""
+    from bert4rec_tf.reproduction import machine_notes
+
+    fast, slow = _speed(204.0, 10.0), _speed(142.0, 9.5)
+    records = [{**_record("ml-1m", "bert4rec", {}), "speed": [fast]},
+               {**_record("ml-1m", "sasrec-bce", {}), "speed": [slow]},
+               {**_record("ml-1m", "sasrec-ce", {}), "speed": [_speed(190.0, 8.0)]},  # within 10% / stream -20%
+               {**_record("ml-1m", "bert4rec-1mask", {}), "speed": [fast, slow]},  # resumed on the slow one
+               _record("ml-1m", "bert4rec-match", {}),  # recorded before records held a speed
+               _record("ml-1m", "pop", {})]  # POP trains nothing: not compared
+    notes = "".join(machine_notes(records))
+    assert "fastest run's (its 204 GFLOP/s, 10 GB/s)" in notes
+    assert ("ml-1m-sasrec-bce (float32 -30%); ml-1m-sasrec-ce (stream -20%); ml-1m-bert4rec-1mask (float32 -30%)"
+            in notes)
+    assert "ml-1m-bert4rec (" not in notes
+    assert "Resumed on cores more than 10% apart in speed: ml-1m-bert4rec-1mask." in notes
+    assert "equal compute is not shown for: ml-1m-bert4rec-match." in notes and "ml-1m-pop" not in notes
+    assert machine_notes(records[:1]) == []  # one measured run: nothing to say
+    assert "No run has a speed measurement" in machine_notes(records[4:])[0]
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [])
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert "**Not equal compute:**" in report
+    assert "| ml-1m-bert4rec-1mask | " in report and " | 142-204, 9.5-10 | `--seed 1` |" in report
+    assert " | not measured | `--seed 1` |" in report
+
+
+def test_the_calibration_measures_this_processs_cores():
+    """Both figures are measured, positive and printed as one JSON line by `python -m`; pinned to one
+    core the process reports one core."""
+    pin = (lambda: os.sched_setaffinity(0, [0])) if hasattr(os, "sched_setaffinity") else None
+    result = subprocess.run([sys.executable, "-m", "bert4rec_tf.calibration"], capture_output=True, text=True,
+                            timeout=600, preexec_fn=pin, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    speed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert speed["float32_gflops"] > 0.5 and speed["stream_gbs"] > 0.05
+    assert speed["cores"] == (1 if pin else os.cpu_count())

@@ -1,0 +1,93 @@
+"""How fast the cores a run trains on are, measured the same way at every commit.
+
+Two machines that both call themselves "AMD EPYC, 2 cores" ran the same training step 1.35-1.8x
+apart (2026-11-25), so a one-hour budget is not the same compute on both. `measure` times two
+kernels that do not depend on the package's code (so a faster model at a later commit does not
+look like a faster machine):
+
+- `float32_gflops`: a 2048^3 float32 matrix product (the best of five), the compute limit that
+  the Transformer's matrix products meet;
+- `stream_gbs`: an element-wise float32 add over 256 MB (bytes read and written per second, the
+  best of five), the memory traffic that embeddings, softmax and the optimiser meet.
+
+Both run on the cores of the calling process (its CPU affinity), beside whatever else runs on the
+machine, as the training after it will. `reproduce.py` measures every run's cores just before it
+trains and keeps the figures in the run's record; reports flag runs whose machines differ.
+
+    python -m bert4rec_tf.calibration   # prints one JSON line
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+# Runs whose machines differ by more than this share of either figure are flagged in reports.
+TOLERANCE = 0.10
+FIGURES = ("float32_gflops", "stream_gbs")
+
+
+def float32_limit(size: int = 2048, repeats: int = 5) -> float:
+    """FLOP/s of a size^3 float32 matrix product on this process's cores (the best of `repeats`)."""
+    import tensorflow as tf
+
+    a = tf.random.normal([size, size])
+    product = tf.function(lambda x: tf.matmul(x, x), autograph=False)
+    product(a).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size ** 3 / best
+
+
+def stream_rate(megabytes: int = 256, repeats: int = 5) -> float:
+    """Bytes per second read and written by an element-wise float32 add over `megabytes` (the best
+    of `repeats`)."""
+    import tensorflow as tf
+
+    x = tf.random.uniform([megabytes * 2 ** 20 // 4])
+    add = tf.function(lambda v: v + 1.0, autograph=False)
+    add(x).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        y = add(x)
+        y.numpy()  # the result is materialised in both timings alike
+        best = min(best, time.perf_counter() - start)
+    return 2 * megabytes * 2 ** 20 / best
+
+
+def measure() -> dict:
+    """This process's cores: {"float32_gflops", "stream_gbs", "cores", "time"} (a few seconds)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"float32_gflops": round(float32_limit() / 1e9, 1), "stream_gbs": round(stream_rate() / 1e9, 2),
+            "cores": cores, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def speed_range(measurements: list[dict] | None, figure: str) -> tuple[float, float] | None:
+    """The lowest and highest of `figure` over a run's measurements (one per start), None if none."""
+    values = [m[figure] for m in measurements or [] if isinstance(m, dict) and isinstance(m.get(figure), (int, float))]
+    return (min(values), max(values)) if values else None
+
+
+def slower_than(measurements: list[dict] | None, reference: dict[str, float]) -> dict[str, float]:
+    """The figures on which a run's slowest measurement falls more than TOLERANCE below `reference`
+    (the fastest of the runs compared), each as its relative difference (negative)."""
+    found = {}
+    for figure in FIGURES:
+        span = speed_range(measurements, figure)
+        if span and reference.get(figure) and span[0] < (1 - TOLERANCE) * reference[figure]:
+            found[figure] = span[0] / reference[figure] - 1
+    return found
+
+
+def main() -> None:
+    print(json.dumps(measure()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
