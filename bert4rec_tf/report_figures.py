@@ -54,8 +54,9 @@ def metric_label(metric: str) -> str:
 
 
 def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("pop/NDCG@10", "full/NDCG@10"),
-                  order: list[str] | None = None) -> str | None:
-    """Validation quality against training time (minutes): one row per data set, one panel per
+                  order: list[str] | None = None, x: str = "minutes") -> str | None:
+    """Validation quality against training time (minutes; `x="step"`: against training steps, the
+    view that does not depend on the machine's pace): one row per data set, one panel per
     metric (the sampled and the full-ranking view, which can order the runs differently), one line per
     run (the runs' records, `bert4rec_tf.reproduction.make_record`). A run without a curve (POP, which
     does not train) is a dashed horizontal line at its test value.
@@ -73,10 +74,11 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
         for metric in metrics:
             lines, flat = [], []
             for record in (r for r in records if r["dataset"] == dataset):
-                points = [p for p in record.get("curve", [])
-                          if p.get("seconds") is not None and p.get(metric) is not None]
+                key = "seconds" if x == "minutes" else "step"
+                points = [p for p in record.get("curve", []) if p.get(key) is not None and p.get(metric) is not None]
                 if points:
-                    lines.append((record["setting"], [p["seconds"] / 60 for p in points], [p[metric] for p in points]))
+                    lines.append((record["setting"], [p["seconds"] / 60 if x == "minutes" else p["step"] for p in points],
+                                  [p[metric] for p in points]))
                 else:
                     protocol, name = metric.split("/", 1)
                     value = record.get("test", {}).get(protocol, {}).get(name)
@@ -97,12 +99,12 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
                 axis.set_visible(False)
                 continue
             _, metric, lines, flat = mine[column]
-            for label, minutes, values in lines:
-                axis.plot(minutes, values, markersize=3, label=label, **styles[label])
+            for label, positions, values in lines:
+                axis.plot(positions, values, markersize=3, label=label, **styles[label])
             for label, value in flat:
                 axis.axhline(value, color="grey", linestyle="--", linewidth=1, label=f"{label} (test, untrained)")
             axis.set_title(f"{dataset}: {metric_label(metric)}")
-            axis.set_xlabel("training and validation time (minutes)")
+            axis.set_xlabel("training and validation time (minutes)" if x == "minutes" else "training steps")
             axis.set_ylabel(f"validation {metric_label(metric)}")
             axis.grid(alpha=0.3)
             if len(lines) + len(flat) <= 6 or column == len(mine) - 1:  # a long legend once, at the right

@@ -192,9 +192,10 @@ def _figures(args: argparse.Namespace, folder: str, records: list[dict], rows: l
     # has the same line style in every data set's figure (the plan's order).
     datasets = list(dict.fromkeys(record["dataset"] for record in records))
     order = list(dict.fromkeys(run.setting for run in plan(args.experiment, datasets)))
+    # Beside it, quality against steps: the view that holds when the runs' machines differ in pace.
     made = [report_figures.curves_figure([record for record in records if record["dataset"] == dataset],
-                                         os.path.join(folder, f"validation_curves_{dataset}.png"), order=order)
-            for dataset in datasets]
+                                         os.path.join(folder, f"validation_{name}_{dataset}.png"), order=order, x=x)
+            for dataset in datasets for name, x in (("curves", "minutes"), ("steps", "step"))]
     if args.experiment in SWEEPS:
         made.append(report_figures.sweep_figure(rows, args.experiment, os.path.join(folder, f"{args.experiment}.png")))
     bert4rec = [row for row in rows if row["model"] == "bert4rec" and row.get("pop/NDCG@10") is not None]

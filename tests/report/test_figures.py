@@ -67,3 +67,26 @@ def test_a_run_keeps_its_line_style_across_figures(monkeypatch, tmp_path):
     assert len(set(first.values())) == 3  # and the runs of one figure differ
     # The legend follows the plan's order, not the records'.
     assert [label for label, *_ in drawn[:2]] == ["sasrec-ce", "bert4rec"]
+
+
+def test_the_steps_view_draws_quality_against_steps(monkeypatch, tmp_path):
+    """Two runs that took the same steps at different paces (machines) share their x values in the
+    steps view and not in the minutes view."""
+    import matplotlib.axes
+
+    drawn = []
+    original = matplotlib.axes.Axes.plot
+
+    def plot(self, xs, *args, **kwargs):
+        drawn.append((kwargs.get("label"), list(xs)))
+        return original(self, xs, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", plot)
+    fast = [{"step": 500 * i, "seconds": 60.0 * i, "pop/NDCG@10": 0.1 * i} for i in (1, 2)]
+    slow = [{"step": 500 * i, "seconds": 90.0 * i, "pop/NDCG@10": 0.1 * i} for i in (1, 2)]
+    records = [_record("ml-1m", "fast", fast), _record("ml-1m", "slow", slow)]
+    report_figures.curves_figure(records, str(tmp_path / "minutes.png"), metrics=("pop/NDCG@10",))
+    assert dict(drawn) == {"fast": [1.0, 2.0], "slow": [1.5, 3.0]}
+    drawn.clear()
+    report_figures.curves_figure(records, str(tmp_path / "steps.png"), metrics=("pop/NDCG@10",), x="step")
+    assert dict(drawn) == {"fast": [500, 1000], "slow": [500, 1000]}

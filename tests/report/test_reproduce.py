@@ -108,7 +108,7 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     assert float(hr10["ours"]) == float(hr10["pop/HR@10"]) and int(hr10["steps"]) == 4
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "2 of 6 runs finished" in report and "| bert4rec | pop-100 | HR@10 | 0.3025 |" in report
-    for figure in ("validation_curves_beauty.png", "attention.png"):
+    for figure in ("validation_curves_beauty.png", "validation_steps_beauty.png", "attention.png"):
         path = out / figure
         assert path.stat().st_size > 10_000, figure
         assert f"]({figure})" in report
