@@ -28,19 +28,24 @@ TOLERANCE = 0.10
 FIGURES = ("float32_gflops", "stream_gbs")
 
 
+def _best_seconds(function, argument, repeats: int) -> float:
+    """The shortest of `repeats` timed calls of a compiled `function` on `argument` (after one untimed
+    call), each until its result is materialised."""
+    function(argument).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function(argument).numpy()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def float32_limit(size: int = 2048, repeats: int = 5) -> float:
     """FLOP/s of a size^3 float32 matrix product on this process's cores (the best of `repeats`)."""
     import tensorflow as tf
 
-    a = tf.random.normal([size, size])
     product = tf.function(lambda x: tf.matmul(x, x), autograph=False)
-    product(a).numpy()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        product(a).numpy()
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 / best
+    return 2 * size ** 3 / _best_seconds(product, tf.random.normal([size, size]), repeats)
 
 
 def stream_rate(megabytes: int = 256, repeats: int = 5) -> float:
@@ -48,16 +53,8 @@ def stream_rate(megabytes: int = 256, repeats: int = 5) -> float:
     of `repeats`)."""
     import tensorflow as tf
 
-    x = tf.random.uniform([megabytes * 2 ** 20 // 4])
     add = tf.function(lambda v: v + 1.0, autograph=False)
-    add(x).numpy()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        y = add(x)
-        y.numpy()  # the result is materialised in both timings alike
-        best = min(best, time.perf_counter() - start)
-    return 2 * megabytes * 2 ** 20 / best
+    return 2 * megabytes * 2 ** 20 / _best_seconds(add, tf.random.uniform([megabytes * 2 ** 20 // 4]), repeats)
 
 
 def measure() -> dict:

@@ -69,16 +69,15 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
     styles = dict(zip(names, line_styles(len(names))))
     records = sorted(records, key=lambda record: names.index(record["setting"]))
     datasets = list(dict.fromkeys(record["dataset"] for record in records))
+    key, position = ("seconds", lambda p: p["seconds"] / 60) if x == "minutes" else ("step", lambda p: p["step"])
     panels = []
     for dataset in datasets:
         for metric in metrics:
             lines, flat = [], []
             for record in (r for r in records if r["dataset"] == dataset):
-                key = "seconds" if x == "minutes" else "step"
                 points = [p for p in record.get("curve", []) if p.get(key) is not None and p.get(metric) is not None]
                 if points:
-                    lines.append((record["setting"], [p["seconds"] / 60 if x == "minutes" else p["step"] for p in points],
-                                  [p[metric] for p in points]))
+                    lines.append((record["setting"], [position(p) for p in points], [p[metric] for p in points]))
                 else:
                     protocol, name = metric.split("/", 1)
                     value = record.get("test", {}).get(protocol, {}).get(name)

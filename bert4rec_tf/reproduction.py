@@ -472,8 +472,11 @@ def machine_notes(records: list[dict]) -> list[str]:
     from bert4rec_tf.calibration import FIGURES, TOLERANCE, slower_than, speed_range
 
     trained = [record for record in records if record.get("model") != "pop"]
-    measured = [record for record in trained if all(speed_range(record.get("speed"), f) for f in FIGURES)]
-    fastest = {figure: max(speed_range(record["speed"], figure)[1] for record in measured)
+    # Per trained run, the (lowest, highest) of each figure over its starts (None: not measured).
+    spans = {record["run"]: {figure: speed_range(record.get("speed"), figure) for figure in FIGURES}
+             for record in trained}
+    measured = [record for record in trained if all(spans[record["run"]].values())]
+    fastest = {figure: max(spans[record["run"]][figure][1] for record in measured)
                for figure in FIGURES} if measured else {}
     names = {"float32_gflops": "float32", "stream_gbs": "stream"}
     notes = []
@@ -486,18 +489,17 @@ def machine_notes(records: list[dict]) -> list[str]:
                      f"fastest run's (its {fastest['float32_gflops']:g} GFLOP/s, {fastest['stream_gbs']:g} GB/s), "
                      f"so their budget bought less training: {listed}.")
     resumed = [record["run"] for record in measured
-               if any(speed_range(record["speed"], f)[0] < (1 - TOLERANCE) * speed_range(record["speed"], f)[1]
-                      for f in FIGURES)]
+               if any(low < (1 - TOLERANCE) * high for low, high in spans[record["run"]].values())]
     if resumed:
         notes.append(f"Resumed on cores more than {TOLERANCE:.0%} apart in speed: {', '.join(resumed)}.")
-    unmeasured = [record["run"] for record in trained if record not in measured]
+    unmeasured = [record["run"] for record in trained if not all(spans[record["run"]].values())]
     if unmeasured and measured:
         notes.append(f"No speed measurement (recorded before records held one), so equal compute is not shown "
                      f"for: {', '.join(unmeasured)}.")
     elif unmeasured:
         notes.append("No run has a speed measurement (recorded before records held one), so equal compute "
                      "across machines is not shown.")
-    return [*(f"{note}\n" for note in notes)] if notes else []
+    return [f"{note}\n" for note in notes]
 
 
 def _minutes(seconds: float) -> str:

@@ -288,22 +288,20 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
                 steps, total = budget_plan(state["step"], clock(), config.train.time_budget,
                                            config.train.train_steps, eval_every, probe, state["scheduled"],
                                            pace.pace, pace.overhead)
+                # Warned once the total is planned from the measured pace, or when the budget runs
+                # out (no steps, and `total` is the steps done): also inside the first interval,
+                # before the pace was measured (a budget shorter than start-up, a few steps and a
+                # validation).
+                warning = None if warned or (steps and pace.pace is None) else warmup_warning(
+                    total, config.train.warmup_steps, config.train.time_budget)
+                if warning:
+                    print(warning, file=sys.stderr)
+                    warned = True
                 if not steps:
-                    # The budget ran out. When that happened inside the first interval, before the
-                    # pace was measured (a budget shorter than start-up, a few steps and a
-                    # validation), the warning below has not been given yet.
-                    if not warned and state["step"] < config.train.warmup_steps:
-                        print(warmup_warning(state["step"], config.train.warmup_steps, config.train.time_budget),
-                              file=sys.stderr)
                     break
                 schedule.set_total_steps(total)
                 if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured
                     state["scheduled"] = total
-                    warning = None if warned else warmup_warning(total, config.train.warmup_steps,
-                                                                 config.train.time_budget)
-                    if warning:
-                        print(warning, file=sys.stderr)
-                        warned = True
                 fit(1, steps)
         else:
             for count, steps in intervals(state["step"], config.train.train_steps, eval_every):
