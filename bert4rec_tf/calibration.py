@@ -25,6 +25,13 @@ import time
 
 # Runs whose machines differ by more than this share of either figure are flagged in reports.
 TOLERANCE = 0.10
+# reproduce.py starts no run on cores at less than half the speed, on either figure, of the fastest
+# cores that trained a run of the same experiment (unless told to): such a run's budget is a fraction
+# of the others' compute (the Xeon of 2026-11-25's third session measured a stream rate 85% below the
+# EPYC's and trained 7-10x slower a step), and its record would stand in for the run. Runs between
+# this and TOLERANCE train and are flagged in the report; the margin is wide because a core measured
+# beside a neighbour's training reads lower than the same core measured alone.
+START_TOLERANCE = 0.5
 FIGURES = ("float32_gflops", "stream_gbs")
 
 
@@ -71,13 +78,22 @@ def speed_range(measurements: list[dict] | None, figure: str) -> tuple[float, fl
     return (min(values), max(values)) if values else None
 
 
-def slower_than(measurements: list[dict] | None, reference: dict[str, float]) -> dict[str, float]:
-    """The figures on which a run's slowest measurement falls more than TOLERANCE below `reference`
+def fastest(runs: list[list[dict] | None]) -> dict[str, float]:
+    """Per figure, the highest value over the runs (each a list of measurements) that measured both
+    figures; {} when none did."""
+    spans = [[speed_range(measurements, figure) for figure in FIGURES] for measurements in runs]
+    measured = [run for run in spans if all(run)]
+    return {figure: max(run[i][1] for run in measured) for i, figure in enumerate(FIGURES)} if measured else {}
+
+
+def slower_than(measurements: list[dict] | None, reference: dict[str, float],
+                tolerance: float = TOLERANCE) -> dict[str, float]:
+    """The figures on which a run's slowest measurement falls more than `tolerance` below `reference`
     (the fastest of the runs compared), each as its relative difference (negative)."""
     found = {}
     for figure in FIGURES:
         span = speed_range(measurements, figure)
-        if span and reference.get(figure) and span[0] < (1 - TOLERANCE) * reference[figure]:
+        if span and reference.get(figure) and span[0] < (1 - tolerance) * reference[figure]:
             found[figure] = span[0] / reference[figure] - 1
     return found
 

@@ -469,24 +469,23 @@ def machine_notes(records: list[dict]) -> list[str]:
     """What the report says about its runs' machines (`bert4rec_tf.calibration`): the trained runs
     whose cores were more than 10% slower than the fastest run's on either figure, whose resumes ran
     on cores that differ by more, and which have no measurement. Empty when all were measured alike."""
-    from bert4rec_tf.calibration import FIGURES, TOLERANCE, slower_than, speed_range
+    from bert4rec_tf.calibration import FIGURES, TOLERANCE, fastest, slower_than, speed_range
 
     trained = [record for record in records if record.get("model") != "pop"]
     # Per trained run, the (lowest, highest) of each figure over its starts (None: not measured).
     spans = {record["run"]: {figure: speed_range(record.get("speed"), figure) for figure in FIGURES}
              for record in trained}
     measured = [record for record in trained if all(spans[record["run"]].values())]
-    fastest = {figure: max(spans[record["run"]][figure][1] for record in measured)
-               for figure in FIGURES} if measured else {}
+    reference = fastest([record["speed"] for record in measured])
     names = {"float32_gflops": "float32", "stream_gbs": "stream"}
     notes = []
-    slower = [(record["run"], slower_than(record["speed"], fastest)) for record in measured]
+    slower = [(record["run"], slower_than(record["speed"], reference)) for record in measured]
     slower = [(run, found) for run, found in slower if found]
     if slower:
         listed = "; ".join(f"{run} (" + ", ".join(f"{names[figure]} {value:+.0%}" for figure, value in found.items())
                            + ")" for run, found in slower)
         notes.append(f"**Not equal compute:** these runs' cores were more than {TOLERANCE:.0%} slower than the "
-                     f"fastest run's (its {fastest['float32_gflops']:g} GFLOP/s, {fastest['stream_gbs']:g} GB/s), "
+                     f"fastest run's (its {reference['float32_gflops']:g} GFLOP/s, {reference['stream_gbs']:g} GB/s), "
                      f"so their budget bought less training: {listed}.")
     resumed = [record["run"] for record in measured
                if any(low < (1 - TOLERANCE) * high for low, high in spans[record["run"]].values())]

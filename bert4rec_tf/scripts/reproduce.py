@@ -32,6 +32,7 @@ import time
 
 import bert4rec_tf
 from bert4rec_tf import cli
+from bert4rec_tf.calibration import START_TOLERANCE, fastest, slower_than
 from bert4rec_tf.config import PRESETS, recipe_overrides
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.reproduction import (EXPERIMENTS, SWEEPS, make_record, plan, provenance, read_record,
@@ -69,6 +70,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "local time) or a duration from now (e.g. 2h40m). A run is expected to take its budget "
                              "and 5 minutes of preparation, test and export, or as long as the runs trained before "
                              "it in this command took; runs not started train when the command is given again")
+    parser.add_argument("--allow_slower_cores", action="store_true",
+                        help=f"train a run even when its cores measure more than {START_TOLERANCE * 100:.0f}%% slower than the fastest cores "
+                             "that trained a run of the experiment (by default it is not started: its budget would "
+                             "buy less training than theirs); the report flags such runs")
     parser.add_argument("--results_dir", default=None,
                         help="also keep each finished run's record (<dir>/<experiment>/<run>.json: metrics, curve, "
                              "commit, machine, settings; no data or weights) and write the report to "
@@ -306,19 +311,52 @@ def report_datasets(asked: list[str], recorded: list[str]) -> list[str]:
     return sorted(dict.fromkeys(asked + recorded), key=lambda name: order.index(name) if name in order else len(order))
 
 
-def _recorded_datasets(args: argparse.Namespace) -> list[str]:
-    """Data sets that have records of this experiment in --results_dir (they stay in its report)."""
+def _experiment_records(args: argparse.Namespace) -> list[dict]:
+    """The records of this experiment in --results_dir (files that are not records are passed over)."""
     folder = os.path.join(args.results_dir, args.experiment) if args.results_dir else None
     if not folder or not os.path.isdir(folder):
         return []
-    names = []
+    records = []
     for file in sorted(os.listdir(folder)):
         if file.endswith(".json"):
             try:
-                names.append(read_json(os.path.join(folder, file), "run record")["dataset"])
-            except (ValueError, KeyError, TypeError):
+                record = read_json(os.path.join(folder, file), "run record")
+            except ValueError:
                 continue
-    return names
+            if isinstance(record, dict) and "dataset" in record:
+                records.append(record)
+    return records
+
+
+def _recorded_datasets(args: argparse.Namespace) -> list[str]:
+    """Data sets that have records of this experiment in --results_dir (they stay in its report)."""
+    return [record["dataset"] for record in _experiment_records(args)]
+
+
+def compared_speeds(args: argparse.Namespace, runs) -> list[list[dict]]:
+    """The cores' measurements of the runs that a new run of this experiment is compared with: its
+    records in --results_dir and the starts noted in the run folders of `runs` under --out (POP,
+    which trains nothing, left out)."""
+    speeds = [record.get("speed") or [] for record in _experiment_records(args) if record.get("model") != "pop"]
+    for run in runs:
+        path = _provenance_file(os.path.join(args.out, "runs", run.name))
+        if run.model != "pop" and os.path.isfile(path):
+            speeds.append(read_json(path, "run provenance").get("speed") or [])
+    return speeds
+
+
+def slower_cores(speed: dict, speeds: list[list[dict]]) -> str | None:
+    """Why a run measured at `speed` is not started (its cores more than START_TOLERANCE slower, on
+    either figure, than the fastest of `speeds`), or None when it may start."""
+    reference = fastest(speeds)
+    found = slower_than([speed], reference, START_TOLERANCE)
+    if not found:
+        return None
+    names = {"float32_gflops": "float32", "stream_gbs": "stream"}
+    return (f"its cores measure {speed['float32_gflops']:g} GFLOP/s and {speed['stream_gbs']:g} GB/s ("
+            + ", ".join(f"{names[figure]} {value:+.0%}" for figure, value in found.items())
+            + f" against the fastest cores that trained a run of this experiment: {reference['float32_gflops']:g} "
+              f"GFLOP/s, {reference['stream_gbs']:g} GB/s), so its budget would buy less training than theirs")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     spent: list[float] = []
     running: dict = {}  # process -> (run, start time, slot, log file)
     free = list(range(len(groups)))
-    failed, postponed = [], []
+    failed, postponed, refused = [], [], []
     while running or (todo and not failed):
         while todo and free and not failed:
             index, run, state = todo.pop(0)
@@ -425,6 +463,16 @@ def main(argv: list[str] | None = None) -> int:
                   + (f", about {_duration(estimate)} left for {left} runs" if estimate else ""), flush=True)
             pin = (lambda cores=cores: os.sched_setaffinity(0, cores)) if cores else None
             speed = machine_speed(pin) if run.model != "pop" else None  # POP has no compute to compare
+            why = None if speed is None or args.allow_slower_cores else slower_cores(
+                speed, compared_speeds(args, reported))
+            if why:
+                refused = [run.name] + [other.name for _, other, _ in todo]
+                todo.clear()
+                print(f"error: run {run.name} not started: {why}. Not started: {', '.join(refused)}; train them on "
+                      "cores like those, or give --allow_slower_cores to train anyway (the report flags them)",
+                      file=sys.stderr, flush=True)
+                free.append(slot)
+                continue
             _start_provenance(model_dir, command, cores, _settings(run, args, sources), speed)
             log = open(os.path.join(args.out, f"{run.name}.log"), "a", encoding="utf-8")
             process = subprocess.Popen(train_command(run, args, sources), stdout=log, stderr=subprocess.STDOUT,
@@ -454,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'them' if len(postponed) > 1 else 'it'}", flush=True)
     print(f"report: {os.path.join(args.out, 'report.md')}"
           + (f" and {os.path.join(args.results_dir, args.experiment + '.md')}" if args.results_dir else ""))
-    return 0
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

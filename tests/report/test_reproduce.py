@@ -81,7 +81,8 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     out = tmp_path / "out"
     args = ["table2", "--datasets", "beauty", "--only", "pop,bert4rec", "--train_steps", "4", "--eval_every", "2",
             "--out", str(out), "--data_dir", str(tmp_path / "data"), "--source_file", f"beauty={source}",
-            "--extra", " ".join(TINY), "--results_dir", str(tmp_path / "results")]
+            "--extra", " ".join(TINY), "--results_dir", str(tmp_path / "results"),
+            "--allow_slower_cores"]  # two measurements of a noisy machine need not agree; the guard: below
     first = reproduce(*args)
     assert first.returncode == 0, first.stderr[-3000:] + first.stdout[-2000:]
     assert "run 1/2: beauty-pop (new)" in first.stdout and "run 2/2: beauty-bert4rec (new)" in first.stdout
@@ -180,7 +181,7 @@ def test_two_jobs_train_at_once_on_a_core_each(tmp_path):
     result = reproduce("table2", "--datasets", "beauty", "--only", "sasrec-ce,bert4rec", "--train_steps", "4",
                        "--eval_every", "2", "--out", str(out), "--data_dir", str(tmp_path / "data"),
                        "--source_file", f"beauty={source}", "--extra", " ".join(TINY), "--jobs", "2",
-                       "--no_figures")
+                       "--no_figures", "--allow_slower_cores")
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-2000:]
     started = [line for line in result.stdout.splitlines() if line.startswith("run ")]
     assert len(started) == 2 and {line.split(" on core ")[1].split(",")[0] for line in started} == {"0", "1"}
@@ -448,3 +449,58 @@ def test_the_calibration_measures_this_processs_cores():
     speed = json.loads(result.stdout.strip().splitlines()[-1])
     assert speed["float32_gflops"] > 0.5 and speed["stream_gbs"] > 0.05
     assert speed["cores"] == (1 if pin else os.cpu_count())
+
+
+def test_a_run_on_cores_at_less_than_half_its_experiments_fastest_is_not_started():
+    """The Xeon of the third 2026-11-25 session (stream 0.9 against the EPYC's 5.94 GB/s) is refused;
+    the slower EPYC (142 against 204 GFLOP/s, -30%) starts, and its report flags it; runs without a
+    measurement give no reference."""
+    from bert4rec_tf.scripts.reproduce import slower_cores
+
+    speeds = [[_speed(204.0, 6.0)], [_speed(150.0, 5.9), _speed(190.0, 5.0)], [], [{"cores": 1}]]
+    why = slower_cores(_speed(142.0, 0.9), speeds)
+    assert why.startswith("its cores measure 142 GFLOP/s and 0.9 GB/s (stream -85% against the fastest cores")
+    assert "of this experiment: 204 GFLOP/s, 6 GB/s)" in why
+    assert "(float32 -56%, stream -50%" in slower_cores(_speed(90.0, 2.99), speeds)
+    assert slower_cores(_speed(142.0, 5.9), speeds) is None
+    assert slower_cores(_speed(103.0, 3.1), speeds) is None
+    assert slower_cores(_speed(10.0, 0.1), [[], [{"cores": 1}]]) is None
+
+
+def _run_reproduce_in_process(tmp_path, monkeypatch, measured, *flags):
+    """reproduce.py's main for table2's BERT4Rec on Beauty, with the cores measured as `measured` and
+    a train command that does nothing; a record of SASRec (ce) whose cores measured 204 GFLOP/s and
+    6 GB/s in --results_dir, and a started POP run (never compared) in --out."""
+    from bert4rec_tf.scripts import reproduce as script
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    (results / "table2").mkdir(parents=True)
+    record = {**_record("beauty", "sasrec-ce", {}), "model": "sasrec", "speed": [_speed(204.0, 6.0)]}
+    (results / "table2" / "beauty-sasrec-ce.json").write_text(json.dumps(record), encoding="utf-8")
+    (out / "runs" / "beauty-pop").mkdir(parents=True)
+    (out / "runs" / "beauty-pop" / "reproduce.json").write_text(json.dumps({"speed": [_speed(999.0, 99.0)]}))
+    monkeypatch.setattr(script, "machine_speed", lambda pin=None: measured)
+    monkeypatch.setattr(script, "train_command", lambda run, args, sources: [sys.executable, "-c", "pass"])
+    code = script.main(["table2", "--datasets", "beauty", "--only", "bert4rec", "--budget", "1m", "--out", str(out),
+                        "--results_dir", str(results), "--no_figures", *flags])
+    return code, out / "runs" / "beauty-bert4rec"
+
+
+def test_reproduce_refuses_slower_cores_unless_told_and_notes_the_speed_it_trained_at(tmp_path, monkeypatch, capsys):
+    code, model_dir = _run_reproduce_in_process(tmp_path, monkeypatch, _speed(142.0, 0.9))
+    error = capsys.readouterr().err
+    assert code == 1
+    assert ("error: run beauty-bert4rec not started: its cores measure 142 GFLOP/s and 0.9 GB/s (stream -85% "
+            "against the fastest cores that trained a run of this experiment: 204 GFLOP/s, 6 GB/s)") in error
+    assert "Not started: beauty-bert4rec; train them on cores like those, or give --allow_slower_cores" in error
+    assert not model_dir.exists()  # nothing noted: the run never started
+
+    shutil.rmtree(tmp_path / "results"), shutil.rmtree(tmp_path / "out")
+    code, model_dir = _run_reproduce_in_process(tmp_path, monkeypatch, _speed(142.0, 0.9), "--allow_slower_cores")
+    assert code == 0, capsys.readouterr().err
+    provenance = json.loads((model_dir / "reproduce.json").read_text(encoding="utf-8"))
+    assert [speed["stream_gbs"] for speed in provenance["speed"]] == [0.9]
+
+    shutil.rmtree(tmp_path / "results"), shutil.rmtree(tmp_path / "out")
+    code, model_dir = _run_reproduce_in_process(tmp_path, monkeypatch, _speed(142.0, 5.9))
+    assert code == 0 and (model_dir / "reproduce.json").is_file()
