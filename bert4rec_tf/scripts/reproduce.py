@@ -311,9 +311,10 @@ def report_datasets(asked: list[str], recorded: list[str]) -> list[str]:
     return sorted(dict.fromkeys(asked + recorded), key=lambda name: order.index(name) if name in order else len(order))
 
 
-def _experiment_records(args: argparse.Namespace) -> list[dict]:
-    """The records of this experiment in --results_dir (files that are not records are passed over)."""
-    folder = os.path.join(args.results_dir, args.experiment) if args.results_dir else None
+def _experiment_records(args: argparse.Namespace, experiment: str | None = None) -> list[dict]:
+    """The records of this (or another) experiment in --results_dir (files that are not records are
+    passed over)."""
+    folder = os.path.join(args.results_dir, experiment or args.experiment) if args.results_dir else None
     if not folder or not os.path.isdir(folder):
         return []
     records = []
@@ -335,13 +336,20 @@ def _recorded_datasets(args: argparse.Namespace) -> list[str]:
 
 def compared_speeds(args: argparse.Namespace, runs) -> list[list[dict]]:
     """The cores' measurements of the runs that a new run of this experiment is compared with: its
-    records in --results_dir and the starts noted in the run folders of `runs` under --out (POP,
-    which trains nothing, left out)."""
-    speeds = [record.get("speed") or [] for record in _experiment_records(args) if record.get("model") != "pop"]
+    records in --results_dir and the starts noted in the run folders of `runs` under --out; while
+    none of those was measured, every experiment's records in --results_dir (their budgets are the
+    same compute on the same kind of core). POP, which trains nothing, is left out."""
+    def trained(records: list[dict]) -> list[list[dict]]:
+        return [record.get("speed") or [] for record in records if record.get("model") != "pop"]
+
+    speeds = trained(_experiment_records(args))
     for run in runs:
         path = _provenance_file(os.path.join(args.out, "runs", run.name))
         if run.model != "pop" and os.path.isfile(path):
             speeds.append(read_json(path, "run provenance").get("speed") or [])
+    if not fastest(speeds):
+        speeds += [speed for experiment in EXPERIMENTS if experiment != args.experiment
+                   for speed in trained(_experiment_records(args, experiment))]
     return speeds
 
 
@@ -355,7 +363,7 @@ def slower_cores(speed: dict, speeds: list[list[dict]]) -> str | None:
     names = {"float32_gflops": "float32", "stream_gbs": "stream"}
     return (f"its cores measure {speed['float32_gflops']:g} GFLOP/s and {speed['stream_gbs']:g} GB/s ("
             + ", ".join(f"{names[figure]} {value:+.0%}" for figure, value in found.items())
-            + f" against the fastest cores that trained a run of this experiment: {reference['float32_gflops']:g} "
+            + f" against the fastest cores of the runs it is compared with: {reference['float32_gflops']:g} "
               f"GFLOP/s, {reference['stream_gbs']:g} GB/s), so its budget would buy less training than theirs")
 
 

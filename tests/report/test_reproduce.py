@@ -460,17 +460,17 @@ def test_a_run_on_cores_at_less_than_half_its_experiments_fastest_is_not_started
     speeds = [[_speed(204.0, 6.0)], [_speed(150.0, 5.9), _speed(190.0, 5.0)], [], [{"cores": 1}]]
     why = slower_cores(_speed(142.0, 0.9), speeds)
     assert why.startswith("its cores measure 142 GFLOP/s and 0.9 GB/s (stream -85% against the fastest cores")
-    assert "of this experiment: 204 GFLOP/s, 6 GB/s)" in why
+    assert "of the runs it is compared with: 204 GFLOP/s, 6 GB/s)" in why
     assert "(float32 -56%, stream -50%" in slower_cores(_speed(90.0, 2.99), speeds)
     assert slower_cores(_speed(142.0, 5.9), speeds) is None
     assert slower_cores(_speed(103.0, 3.1), speeds) is None
     assert slower_cores(_speed(10.0, 0.1), [[], [{"cores": 1}]]) is None
 
 
-def _run_reproduce_in_process(tmp_path, monkeypatch, measured, *flags):
-    """reproduce.py's main for table2's BERT4Rec on Beauty, with the cores measured as `measured` and
-    a train command that does nothing; a record of SASRec (ce) whose cores measured 204 GFLOP/s and
-    6 GB/s in --results_dir, and a started POP run (never compared) in --out."""
+def _run_reproduce_in_process(tmp_path, monkeypatch, measured, *flags, experiment="table2", only="bert4rec"):
+    """reproduce.py's main for one run on Beauty (table2's BERT4Rec), with the cores measured as
+    `measured` and a train command that does nothing; in --results_dir a record of table2's SASRec
+    (ce) whose cores measured 204 GFLOP/s and 6 GB/s, in --out a started POP run (never compared)."""
     from bert4rec_tf.scripts import reproduce as script
 
     results, out = tmp_path / "results", tmp_path / "out"
@@ -481,9 +481,9 @@ def _run_reproduce_in_process(tmp_path, monkeypatch, measured, *flags):
     (out / "runs" / "beauty-pop" / "reproduce.json").write_text(json.dumps({"speed": [_speed(999.0, 99.0)]}))
     monkeypatch.setattr(script, "machine_speed", lambda pin=None: measured)
     monkeypatch.setattr(script, "train_command", lambda run, args, sources: [sys.executable, "-c", "pass"])
-    code = script.main(["table2", "--datasets", "beauty", "--only", "bert4rec", "--budget", "1m", "--out", str(out),
+    code = script.main([experiment, "--datasets", "beauty", "--only", only, "--budget", "1m", "--out", str(out),
                         "--results_dir", str(results), "--no_figures", *flags])
-    return code, out / "runs" / "beauty-bert4rec"
+    return code, out / "runs" / f"beauty-{only}"
 
 
 def test_reproduce_refuses_slower_cores_unless_told_and_notes_the_speed_it_trained_at(tmp_path, monkeypatch, capsys):
@@ -491,7 +491,7 @@ def test_reproduce_refuses_slower_cores_unless_told_and_notes_the_speed_it_train
     error = capsys.readouterr().err
     assert code == 1
     assert ("error: run beauty-bert4rec not started: its cores measure 142 GFLOP/s and 0.9 GB/s (stream -85% "
-            "against the fastest cores that trained a run of this experiment: 204 GFLOP/s, 6 GB/s)") in error
+            "against the fastest cores of the runs it is compared with: 204 GFLOP/s, 6 GB/s)") in error
     assert "Not started: beauty-bert4rec; train them on cores like those, or give --allow_slower_cores" in error
     assert not model_dir.exists()  # nothing noted: the run never started
 
@@ -504,3 +504,10 @@ def test_reproduce_refuses_slower_cores_unless_told_and_notes_the_speed_it_train
     shutil.rmtree(tmp_path / "results"), shutil.rmtree(tmp_path / "out")
     code, model_dir = _run_reproduce_in_process(tmp_path, monkeypatch, _speed(142.0, 5.9))
     assert code == 0 and (model_dir / "reproduce.json").is_file()
+
+
+def test_a_sweep_without_a_measured_run_is_compared_with_every_experiments_records(tmp_path, monkeypatch, capsys):
+    code, model_dir = _run_reproduce_in_process(tmp_path, monkeypatch, _speed(142.0, 0.9), experiment="mask_prob",
+                                                only="mask-prob-0.2")
+    assert code == 1 and "error: run beauty-mask-prob-0.2 not started" in capsys.readouterr().err
+    assert not model_dir.exists()
