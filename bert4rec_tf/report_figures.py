@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from bert4rec_tf.reproduction import SWEEPS
+from bert4rec_tf.reproduction import PAPER_BEST_MASK_PROB, PUBLISHED, SWEEPS
 
 
 def _pyplot():
@@ -153,9 +153,19 @@ def _short_number(value: float) -> str:
     return f"{value:g}"
 
 
+def _paper_points(dataset: str, experiment: str) -> dict[float, dict[str, float]]:
+    """The paper's pop-100 numbers per swept value (Table 4 for max_len; the other sweeps are figures)."""
+    prefix = {"max_len": "max-len-"}.get(experiment)
+    if prefix is None:
+        return {}
+    return {float(setting[len(prefix):]): metrics for (name, setting), (protocol, metrics, _) in PUBLISHED.items()
+            if name == dataset and setting.startswith(prefix) and protocol == "pop"}
+
+
 def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
-    """Test pop-100 HR@10 and NDCG@10 against the swept value, per data set; for max_len also the
-    training samples/s (right axis)."""
+    """Test pop-100 HR@10 and NDCG@10 against the swept value, per data set, beside the paper's shape:
+    its Table 4 numbers for max_len (dotted), its best rho for mask_prob (a vertical line); for
+    max_len also the training samples/s (right axis)."""
     plt = _pyplot()
     by_dataset: dict[str, dict[float, dict]] = {}
     for row in rows:
@@ -163,25 +173,38 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
             by_dataset.setdefault(row["dataset"], {})[row["value"]] = row
     if not by_dataset:
         return None
-    figure, axes = plt.subplots(1, len(by_dataset), figsize=(6 * len(by_dataset), 4), squeeze=False)
+    figure, axes = plt.subplots(1, len(by_dataset), figsize=(6.5 * len(by_dataset), 4.6), squeeze=False,
+                                layout="constrained")
     for axis, (dataset, points) in zip(axes[0], by_dataset.items()):
         values = sorted(points)
-        for metric in ("pop/HR@10", "pop/NDCG@10"):
-            axis.plot(values, [points[v][metric] for v in values], marker="o", label=f"test {metric}")
+        paper = _paper_points(dataset, experiment)
+        for metric, color in (("pop/HR@10", "tab:blue"), ("pop/NDCG@10", "tab:orange")):
+            axis.plot(values, [points[v][metric] for v in values], marker="o", color=color, label=f"test {metric}")
+            name = metric.split("/")[1]
+            if paper:
+                axis.plot(sorted(paper), [paper[v][name] for v in sorted(paper)], marker="x", linestyle=":",
+                          color=color, label=f"paper {name}")
+        if experiment == "mask_prob" and dataset in PAPER_BEST_MASK_PROB:
+            best = PAPER_BEST_MASK_PROB[dataset]
+            axis.axvline(best, color="grey", linestyle=":", label=f"paper's best rho ({best:g})")
         axis.set_xlabel(SWEEPS.get(experiment, experiment))
         axis.set_ylabel("test metric (pop-100)")
         axis.set_title(dataset)
         axis.grid(alpha=0.3)
         if experiment in ("max_len", "hidden_size"):
+            ticks = sorted(set(values) | set(paper))
             axis.set_xscale("log", base=2)
-            axis.set_xticks(values, [str(int(v)) for v in values])
+            axis.set_xticks(ticks, [str(int(v)) for v in ticks])
+        handles, labels = axis.get_legend_handles_labels()
         if experiment == "max_len":
             speed = axis.twinx()
             speed.plot(values, [points[v]["samples_per_second"] or np.nan for v in values], color="grey",
                        linestyle="--", marker="s", label="training samples/s")
             speed.set_ylabel("training samples/s")
-            speed.legend(loc="lower right", fontsize=8)
-        axis.legend(loc="lower left", fontsize=8)
+            more, more_labels = speed.get_legend_handles_labels()
+            handles, labels = handles + more, labels + more_labels
+        # Below the panel, where it covers no point.
+        axis.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8)
     return _save(figure, path)
 
 

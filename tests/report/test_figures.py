@@ -90,3 +90,43 @@ def test_the_steps_view_draws_quality_against_steps(monkeypatch, tmp_path):
     drawn.clear()
     report_figures.curves_figure(records, str(tmp_path / "steps.png"), metrics=("pop/NDCG@10",), x="step")
     assert dict(drawn) == {"fast": [500, 1000], "slow": [500, 1000]}
+
+
+def _sweep_rows(dataset, values):
+    return [{"dataset": dataset, "value": v, "pop/HR@10": 0.5 + v / 1000, "pop/NDCG@10": 0.3 + v / 1000,
+             "samples_per_second": 1000.0 / v} for v in values]
+
+
+def test_the_sweep_figures_draw_the_papers_shape_beside_ours(monkeypatch, tmp_path):
+    """max_len: the paper's Table 4 at every length it reports (ours here at two of them); mask_prob:
+    the paper's best rho per data set (0.2 on ML-1m, 0.6 on Beauty); hidden_size: no published number."""
+    import matplotlib.axes
+
+    drawn, lines = [], []
+    original_plot, original_vline = matplotlib.axes.Axes.plot, matplotlib.axes.Axes.axvline
+
+    def plot(self, xs, ys, *args, **kwargs):
+        drawn.append((kwargs.get("label"), list(xs), list(ys)))
+        return original_plot(self, xs, ys, *args, **kwargs)
+
+    def axvline(self, x, *args, **kwargs):
+        lines.append((kwargs.get("label"), x))
+        return original_vline(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", plot)
+    monkeypatch.setattr(matplotlib.axes.Axes, "axvline", axvline)
+    report_figures.sweep_figure(_sweep_rows("ml-1m", [100, 200]), "max_len", str(tmp_path / "max_len.png"))
+    paper = {label: (xs, ys) for label, xs, ys in drawn if label and label.startswith("paper")}
+    assert paper["paper HR@10"] == ([10.0, 50.0, 100.0, 200.0, 400.0], [0.6788, 0.6854, 0.6947, 0.6955, 0.6898])
+    assert paper["paper NDCG@10"][1] == [0.4631, 0.4743, 0.4758, 0.4759, 0.4715]
+    assert lines == []
+
+    drawn.clear()
+    report_figures.sweep_figure(_sweep_rows("ml-1m", [0.1, 0.2]) + _sweep_rows("beauty", [0.6]), "mask_prob",
+                                str(tmp_path / "mask_prob.png"))
+    assert lines == [("paper's best rho (0.2)", 0.2), ("paper's best rho (0.6)", 0.6)]
+    assert not [label for label, *_ in drawn if label.startswith("paper")]
+
+    lines.clear(), drawn.clear()
+    report_figures.sweep_figure(_sweep_rows("beauty", [32, 64]), "hidden_size", str(tmp_path / "hidden_size.png"))
+    assert lines == [] and [label for label, *_ in drawn] == ["test pop/HR@10", "test pop/NDCG@10"]
