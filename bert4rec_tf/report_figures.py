@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from bert4rec_tf.reproduction import PAPER_BEST_MASK_PROB, PUBLISHED, SWEEPS
+from bert4rec_tf.reproduction import PAPER_BEST_MASK_PROB, SWEEPS, paper_sweep_points
 
 
 def _pyplot():
@@ -153,15 +153,6 @@ def _short_number(value: float) -> str:
     return f"{value:g}"
 
 
-def _paper_points(dataset: str, experiment: str) -> dict[float, dict[str, float]]:
-    """The paper's pop-100 numbers per swept value (Table 4 for max_len; the other sweeps are figures)."""
-    prefix = {"max_len": "max-len-"}.get(experiment)
-    if prefix is None:
-        return {}
-    return {float(setting[len(prefix):]): metrics for (name, setting), (protocol, metrics, _) in PUBLISHED.items()
-            if name == dataset and setting.startswith(prefix) and protocol == "pop"}
-
-
 def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
     """Test pop-100 HR@10 and NDCG@10 against the swept value, per data set, beside the paper's shape:
     its Table 4 numbers for max_len (dotted), its best rho for mask_prob (a vertical line); for
@@ -177,7 +168,7 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
                                 layout="constrained")
     for axis, (dataset, points) in zip(axes[0], by_dataset.items()):
         values = sorted(points)
-        paper = _paper_points(dataset, experiment)
+        paper = paper_sweep_points(dataset, experiment)
         for metric, color in (("pop/HR@10", "tab:blue"), ("pop/NDCG@10", "tab:orange")):
             axis.plot(values, [points[v][metric] for v in values], marker="o", color=color, label=f"test {metric}")
             name = metric.split("/")[1]

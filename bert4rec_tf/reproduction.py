@@ -433,6 +433,66 @@ def orderings(rows: list[dict]) -> list[dict]:
     return pairs
 
 
+# What the BERT4Rec paper says of the sweeps it shows only as figures (SPEC.md).
+PAPER_SWEEP_SHAPES = {"mask_prob": "performance falls for rho above 0.6 on every data set, and rho 0.2 beats 0.1",
+                      "hidden_size": "quality converges as d grows, and a large d overfits on sparse data"}
+
+
+def _sweep_label(experiment: str) -> str:
+    return {"mask_prob": "rho", "max_len": "N", "hidden_size": "d"}[experiment]
+
+
+def paper_sweep_points(dataset: str, experiment: str) -> dict[int, dict[str, float]]:
+    """The paper's pop-100 numbers per swept value on `dataset`: Table 4's per N for max_len; {} for
+    the sweeps it shows only as figures."""
+    if experiment != "max_len":
+        return {}
+    return {int(setting[len("max-len-"):]): metrics for (name, setting), (_, metrics, _) in PUBLISHED.items()
+            if name == dataset and setting.startswith("max-len-")}
+
+
+def paper_best_value(dataset: str, experiment: str) -> float | None:
+    """The swept value the paper found best on `dataset`: Figure 4's rho, Table 4's N by NDCG@10;
+    None where it gives none (d, or a data set it did not sweep)."""
+    if experiment == "mask_prob":
+        return PAPER_BEST_MASK_PROB.get(dataset)
+    points = paper_sweep_points(dataset, experiment)
+    return max(points, key=lambda n: points[n]["NDCG@10"]) if points else None
+
+
+def sweep_summary(rows: list[dict], experiment: str, dataset: str) -> list[str]:
+    """A sweep's shape on `dataset` in words, beside the paper's: our best value by test pop-100
+    NDCG@10, the values within two standard errors of it (`noise_margin`), and whether the paper's
+    best value is among them. Empty with fewer than two finished values."""
+    points = {}
+    for row in rows:
+        if row["dataset"] == dataset and row["value"] is not None and row.get("pop/NDCG@10") is not None:
+            points[row["value"]] = row["pop/NDCG@10"]
+    if len(points) < 2:
+        return []
+    label = _sweep_label(experiment)
+    best = max(points, key=points.get)
+    users = tested_users(dataset)
+    level = sorted(value for value, ndcg in points.items()
+                   if value != best and points[best] - ndcg < noise_margin(points[best], ndcg, users))
+    text = f"Our best {label} by test pop-100 NDCG@10: {best:g} ({points[best]:.4f})"
+    text += (f"; within two standard errors of it: {', '.join(f'{v:g}' for v in level)}." if level
+             else "; every other value is more than two standard errors below it." if users
+             else ".")
+    paper = paper_best_value(dataset, experiment)
+    if paper is not None:
+        if paper not in points:
+            text += f" The paper's best, {paper:g}, has no finished run here."
+        elif paper == best or paper in level:
+            text += f" The paper's best, {paper:g}, is {'ours too' if paper == best else 'among them'}: its shape holds."
+        else:
+            text += (f" The paper's best, {paper:g}, is below ours ({points[paper]:.4f}, beyond two standard errors): "
+                     "its shape does not hold at this budget.")
+    if experiment in PAPER_SWEEP_SHAPES:
+        text += f" The paper's figure: {PAPER_SWEEP_SHAPES[experiment]}."
+    return [text]
+
+
 def _cell(value) -> str:
     if value is None:
         return ""
@@ -553,6 +613,9 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                 protocol = _protocol_label(row["published_protocol"])
                 lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
                              f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
+        summary = sweep_summary(rows, experiment, dataset) if experiment in SWEEPS else []
+        if summary:
+            lines += ["", *summary]
         pairs = [pair for pair in orderings(rows) if pair["dataset"] == dataset]
         if pairs:
             users = tested_users(dataset)
