@@ -98,6 +98,12 @@ def slower_than(measurements: list[dict] | None, reference: dict[str, float],
     return found
 
 
+def describe(found: dict[str, float]) -> str:
+    """`slower_than`'s figures in words, e.g. "float32 -30%, stream -20%"."""
+    names = {"float32_gflops": "float32", "stream_gbs": "stream"}
+    return ", ".join(f"{names[figure]} {value:+.0%}" for figure, value in found.items())
+
+
 def main() -> None:
     print(json.dumps(measure()), flush=True)
 

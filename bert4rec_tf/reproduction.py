@@ -438,10 +438,6 @@ PAPER_SWEEP_SHAPES = {"mask_prob": "performance falls for rho above 0.6 on every
                       "hidden_size": "quality converges as d grows, and a large d overfits on sparse data"}
 
 
-def _sweep_label(experiment: str) -> str:
-    return {"mask_prob": "rho", "max_len": "N", "hidden_size": "d"}[experiment]
-
-
 def paper_sweep_points(dataset: str, experiment: str) -> dict[int, dict[str, float]]:
     """The paper's pop-100 numbers per swept value on `dataset`: Table 4's per N for max_len; {} for
     the sweeps it shows only as figures."""
@@ -470,7 +466,7 @@ def sweep_summary(rows: list[dict], experiment: str, dataset: str) -> list[str]:
             points[row["value"]] = row["pop/NDCG@10"]
     if len(points) < 2:
         return []
-    label = _sweep_label(experiment)
+    label = SWEEPS[experiment].split()[-1]  # rho, N, d
     best = max(points, key=points.get)
     users = tested_users(dataset)
     level = sorted(value for value, ndcg in points.items()
@@ -531,7 +527,7 @@ def machine_notes(records: list[dict]) -> list[str]:
     """What the report says about its runs' machines (`bert4rec_tf.calibration`): the trained runs
     whose cores were more than 10% slower than the fastest run's on either figure, whose resumes ran
     on cores that differ by more, and which have no measurement. Empty when all were measured alike."""
-    from bert4rec_tf.calibration import FIGURES, TOLERANCE, fastest, slower_than, speed_range
+    from bert4rec_tf.calibration import FIGURES, TOLERANCE, describe, fastest, slower_than, speed_range
 
     trained = [record for record in records if record.get("model") != "pop"]
     # Per trained run, the (lowest, highest) of each figure over its starts (None: not measured).
@@ -539,13 +535,11 @@ def machine_notes(records: list[dict]) -> list[str]:
              for record in trained}
     measured = [record for record in trained if all(spans[record["run"]].values())]
     reference = fastest([record["speed"] for record in measured])
-    names = {"float32_gflops": "float32", "stream_gbs": "stream"}
     notes = []
     slower = [(record["run"], slower_than(record["speed"], reference)) for record in measured]
     slower = [(run, found) for run, found in slower if found]
     if slower:
-        listed = "; ".join(f"{run} (" + ", ".join(f"{names[figure]} {value:+.0%}" for figure, value in found.items())
-                           + ")" for run, found in slower)
+        listed = "; ".join(f"{run} ({describe(found)})" for run, found in slower)
         notes.append(f"**Not equal compute:** these runs' cores were more than {TOLERANCE:.0%} slower than the "
                      f"fastest run's (its {reference['float32_gflops']:g} GFLOP/s, {reference['stream_gbs']:g} GB/s), "
                      f"so their budget bought less training: {listed}.")

@@ -32,7 +32,7 @@ import time
 
 import bert4rec_tf
 from bert4rec_tf import cli
-from bert4rec_tf.calibration import START_TOLERANCE, fastest, slower_than
+from bert4rec_tf.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.config import PRESETS, recipe_overrides
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.reproduction import (EXPERIMENTS, SWEEPS, make_record, plan, provenance, read_record,
@@ -360,11 +360,10 @@ def slower_cores(speed: dict, speeds: list[list[dict]]) -> str | None:
     found = slower_than([speed], reference, START_TOLERANCE)
     if not found:
         return None
-    names = {"float32_gflops": "float32", "stream_gbs": "stream"}
-    return (f"its cores measure {speed['float32_gflops']:g} GFLOP/s and {speed['stream_gbs']:g} GB/s ("
-            + ", ".join(f"{names[figure]} {value:+.0%}" for figure, value in found.items())
-            + f" against the fastest cores of the runs it is compared with: {reference['float32_gflops']:g} "
-              f"GFLOP/s, {reference['stream_gbs']:g} GB/s), so its budget would buy less training than theirs")
+    return (f"its cores measure {speed['float32_gflops']:g} GFLOP/s and {speed['stream_gbs']:g} GB/s "
+            f"({describe(found)} against the fastest cores of the runs it is compared with: "
+            f"{reference['float32_gflops']:g} GFLOP/s, {reference['stream_gbs']:g} GB/s), so its budget would buy "
+            "less training than theirs")
 
 
 def main(argv: list[str] | None = None) -> int:
