@@ -29,6 +29,7 @@ def test_ops_are_put_in_the_model_part_their_name_says(name, category):
     assert categorize(name) == category
 
 
+@pytest.mark.slow
 def test_a_profiled_training_step_spends_time_in_the_transformer_and_the_head():
     from tests.models.test_relatives import config, training_batch
     from bert4rec_tf.models import build_model

@@ -212,6 +212,7 @@ def test_json_ids_keep_their_spaces_and_line_breaks(tmp_path):
     assert [[sequences.item_ids[i - 1] for i in sequences.sequence(u)] for u in range(2)] == [items[:5], items[1:]]
 
 
+@pytest.mark.slow
 def test_the_command_handles_unicode_ids_under_the_c_locale(tmp_path):
     source, _ = unicode_source(tmp_path)
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONIOENCODING", "PYTHONUTF8")}
@@ -237,6 +238,7 @@ def huge_timestamp(tmp_path) -> tuple[str, str]:
     return path, "line 3: field 'timestamp' is '1e30', not a finite number within +-2**63"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset, make", [("beauty", truncated_gzip), ("custom", huge_timestamp)],
                          ids=["truncated-gzip", "huge-timestamp"])
 def test_the_command_reports_a_bad_source_in_one_line_naming_it(tmp_path, dataset, make):

@@ -70,6 +70,7 @@ def prepare_data(*args):
                            "custom", *args], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_prepare_data_refuses_latin1_in_one_line_and_reads_it_with_encoding(tmp_path):
     source = latin1_csv(str(tmp_path / "data.csv"))
     data_dir = str(tmp_path / "data")

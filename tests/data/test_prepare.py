@@ -60,6 +60,7 @@ def test_same_seed_same_files_other_seed_other_files(toy_file, tmp_path):
     assert other["candidates.npz"] != first["candidates.npz"]
 
 
+@pytest.mark.slow
 def test_two_processes_with_one_seed_write_identical_bytes(toy_file, tmp_path):
     # Each process has its own hash seed and memory layout; the files must not depend on either.
     digests = []
@@ -148,6 +149,7 @@ def run_command(args, cwd, env_extra=None):
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_command_works_from_any_directory_beside_an_unrelated_datasets_package(toy_file, tmp_path):
     fake = tmp_path / "site" / "datasets"
     fake.mkdir(parents=True)
@@ -164,6 +166,7 @@ def test_command_works_from_any_directory_beside_an_unrelated_datasets_package(t
         assert json.load(handle)["seed"] == 4
 
 
+@pytest.mark.slow
 def test_command_bad_input_exits_non_zero_with_one_line(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("user,product,timestamp\nu,i,1\n")

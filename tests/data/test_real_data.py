@@ -13,7 +13,8 @@ from bert4rec_tf.data.prepare import prepare
 from bert4rec_tf.data.tfds_builders import load_user_sequences
 from tests.conftest import REPO, real_file
 
-pytestmark = pytest.mark.realdata
+# Reading a whole real data set takes minutes on a slow machine: all of these are slow checks.
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("dataset, relative, users, items, actions, min_length", [
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.realdata
     ("ml-1m", "ml-1m/ml-1m.txt.gz", 6_040, 3_416, 999_611, 18),
     ("ml-1m", "ml-1m/ml-1m_interactions_orig_ids.txt.gz", 6_040, 3_416, 999_611, 18),
     ("beauty-5core", "beauty-5core-s3rec/Beauty.txt.gz", 22_363, 12_101, 198_502, 5),
-])
+], ids=["beauty", "ml-1m", "ml-1m-original-ids", "beauty-5core"])
 def test_paper_counts(tmp_path, dataset, relative, users, items, actions, min_length):
     sequences, _ = load_user_sequences(dataset, str(tmp_path), real_file(relative))
     stats = sequences.stats()
@@ -41,7 +42,6 @@ def test_stats_command_prints_the_beauty_counts(tmp_path):
             in result.stdout)
 
 
-@pytest.mark.slow
 def test_ml1m_paper_preset_preparation(tmp_path):
     prepared = prepare(preset("ml-1m").data, str(tmp_path), real_file("ml-1m/ml-1m.txt.gz"), progress=False)
     meta = prepared.metadata

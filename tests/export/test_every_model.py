@@ -1,5 +1,8 @@
 """Every model exports the same SavedModel: three signatures, answered in a fresh process without
-bert4rec_tf, equal to the Keras model's `score_next` and `user_representation`."""
+bert4rec_tf, equal to the Keras model's `score_next` and `user_representation`.
+
+One fresh process loads every model's export: starting a process that imports TensorFlow is most of
+this test's time, more so on slow machines."""
 
 from __future__ import annotations
 
@@ -19,30 +22,45 @@ from tests.export.conftest import WITHOUT_PACKAGE
 ITEMS = [f"i{k}" for k in range(1, 21)]
 HISTORIES = [["i1", "", "i2", "nope", "i3"], ["", "", "", "", "i7"]]
 
+# argv: a JSON object {name: export folder}, the histories; prints {name: what the export answered}.
 LOADER = WITHOUT_PACKAGE + r"""
-loaded = tf.saved_model.load(sys.argv[1])
 history = tf.constant(json.loads(sys.argv[2]))
-top = loaded.signatures["serving_default"](history=history)
-scored = loaded.signatures["score_candidates"](history=history, candidates=tf.constant([["i4", "i5"], ["i6", "i1"]]))
-user = loaded.signatures["user_embedding"](history=history)
-print(json.dumps({"signatures": sorted(loaded.signatures.keys()),
-                  "item_ids": [[x.decode() for x in row] for row in top["item_ids"].numpy()],
-                  "scores": scored["scores"].numpy().tolist(), "embedding": user["embedding"].numpy().tolist(),
-                  "dtype": user["embedding"].dtype.name}))
+answers = {}
+for name, directory in json.loads(sys.argv[1]).items():
+    loaded = tf.saved_model.load(directory)
+    top = loaded.signatures["serving_default"](history=history)
+    scored = loaded.signatures["score_candidates"](history=history,
+                                                   candidates=tf.constant([["i4", "i5"], ["i6", "i1"]]))
+    user = loaded.signatures["user_embedding"](history=history)
+    answers[name] = {"signatures": sorted(loaded.signatures.keys()),
+                     "item_ids": [[x.decode() for x in row] for row in top["item_ids"].numpy()],
+                     "scores": scored["scores"].numpy().tolist(), "embedding": user["embedding"].numpy().tolist(),
+                     "dtype": user["embedding"].dtype.name}
+print(json.dumps(answers))
 """
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_model_serves_three_signatures_from_a_fresh_process(name, tmp_path):
-    config = ModelConfig(name=name, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
-                         intermediate_size=16, num_layers=1, loss="bce" if name == "sasrec" else "ce")
-    model = build_model(config)
-    model.fit_statistics([np.arange(1, 21) % 7 + 1])
-    directory = export_saved_model(model, np.array(ITEMS), str(tmp_path / "export"))
-    result = subprocess.run([sys.executable, "-c", LOADER, directory, json.dumps(HISTORIES)], capture_output=True,
-                            text=True, timeout=300)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """{name: (Keras model, what a fresh process got from its export)} for every registered model."""
+    models, directories = {}, {}
+    for name in sorted(MODELS):
+        config = ModelConfig(name=name, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
+                             intermediate_size=16, num_layers=1, loss="bce" if name == "sasrec" else "ce")
+        models[name] = build_model(config)
+        models[name].fit_statistics([np.arange(1, 21) % 7 + 1])
+        directories[name] = export_saved_model(models[name], np.array(ITEMS),
+                                               str(tmp_path_factory.mktemp(name) / "export"))
+    result = subprocess.run([sys.executable, "-c", LOADER, json.dumps(directories), json.dumps(HISTORIES)],
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    answers = json.loads(result.stdout.strip().splitlines()[-1])
+    return {name: (models[name], answers[name]) for name in models}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_model_serves_three_signatures_from_a_fresh_process(name, served):
+    model, out = served[name]
     assert out["signatures"] == ["score_candidates", "serving_default", "user_embedding"]
     history = np.array([[1, 0, 2, 0, 3], [0, 0, 0, 0, 7]])
     scores = np.asarray(model.score_next(history))

@@ -105,6 +105,7 @@ def _memory_kb(field: str) -> int:
         return next(int(line.split()[1]) for line in handle if line.startswith(field + ":"))
 
 
+@pytest.mark.slow
 def test_beauty_sized_catalogue_serves_256_histories_of_200_in_bounded_memory(tmp_path):
     items = [str(k) for k in range(1, 54_543)]  # Beauty's 54,542 items
     export_tiny(str(tmp_path), items, max_len=200)

@@ -104,7 +104,9 @@ def test_packed_and_unpacked_losses_agree(capacity):
     )
 
 
-@pytest.mark.parametrize("packed,capacity", [(False, None), (True, None), (True, 8)])
+# The default run trains the packed head with a capacity; the other two forms are slow checks.
+@pytest.mark.parametrize("packed,capacity", [pytest.param(False, None, marks=pytest.mark.slow),
+                                             pytest.param(True, None, marks=pytest.mark.slow), (True, 8)])
 def test_one_fit_step_trains_every_weight(packed, capacity):
     features = _features()
     model = _model(packed=packed, packed_capacity=capacity)

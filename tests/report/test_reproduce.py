@@ -439,6 +439,7 @@ def test_a_report_flags_runs_trained_on_slower_cores(tmp_path):
     assert " | not measured | `--seed 1` |" in report
 
 
+@pytest.mark.slow
 def test_the_calibration_measures_this_processs_cores():
     """Both figures are measured, positive and printed as one JSON line by `python -m`; pinned to one
     core the process reports one core."""

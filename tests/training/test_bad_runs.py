@@ -19,6 +19,9 @@ from bert4rec_tf import cli
 from bert4rec_tf.files import write_json_atomic
 from tests.conftest import REPO, toy_sequences, write_pairs
 
+# Every test here runs the train command in a new process (TensorFlow's import is most of it): slow checks.
+pytestmark = pytest.mark.slow
+
 TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
         "--config", "model.num_heads=2", "--config", "model.intermediate_size=16", "--config", "model.num_layers=1",
         "--batch_size", "4", "--learning_rate", "1e-3"]

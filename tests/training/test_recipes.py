@@ -125,6 +125,7 @@ def test_the_recipe_is_chosen_with_its_flag_not_an_override():
         cli.experiment_config("beauty", ["recipe=cpu-1h"])
 
 
+@pytest.mark.slow
 def test_train_without_a_recipe_says_which_it_uses_and_records_it(tmp_path):
     source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
     model_dir = str(tmp_path / "run")

@@ -115,12 +115,14 @@ def test_warmup_warning_only_when_the_budget_ends_inside_the_warmup():
     assert "\n" not in message and "train.warmup_steps" in message
 
 
+@pytest.mark.slow
 def test_a_budget_shorter_than_the_warmup_is_warned_about_once(tmp_path):
     # 100,000 warm-up steps cannot fit in 8 seconds: the rate would still be rising at the deadline.
     result, _ = budgeted_run(tmp_path, "8s", 100_000)
     assert result.stderr.count("fewer than the 100000 warm-up steps") == 1, result.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_a_budget_spent_inside_the_first_interval_is_warned_about(tmp_path):
     # 1 second is spent before the pace is measured (start-up, 20 steps and a validation): the run
     # ends in its warm-up all the same, and says so (on 2026-11-25 it said nothing).
@@ -129,6 +131,7 @@ def test_a_budget_spent_inside_the_first_interval_is_warned_about(tmp_path):
     assert "affords about 20 steps" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_budgeted_run_stops_at_the_deadline_with_the_rate_at_zero(tmp_path):
     result, model_dir = budgeted_run(tmp_path, "20s", 10)
     assert "warm-up steps" not in result.stderr
@@ -152,6 +155,7 @@ def learning_rates(directory: str) -> list[dict[int, float]]:
             for path in sorted(glob.glob(os.path.join(directory, "events.*")))]
 
 
+@pytest.mark.slow
 def test_a_budgeted_run_resumed_after_sigkill_goes_on_decaying(tmp_path):
     # 45 s: on a slow machine 30 s planned only 77 steps, too few to cut at 40 with 40 still to go.
     args, model_dir = budgeted_args(tmp_path, "45s", 0)

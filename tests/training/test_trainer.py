@@ -56,7 +56,8 @@ def finished_sasrec_run(toy_file, tmp_path_factory):
 
 # SASRec resumes through the same code as BERT4Rec (its own data stream and loss aside): slow, to keep
 # the default run near 10 minutes.
-@pytest.mark.parametrize("model", ["bert4rec", pytest.param("sasrec", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["bert4rec", "sasrec"])
 def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, request, tmp_path, model):
     data_dir, whole_dir, _ = request.getfixturevalue("finished_run" if model == "bert4rec" else "finished_sasrec_run")
     model_dir = str(tmp_path / "cut")
@@ -90,6 +91,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, request,
     assert os.path.isdir(os.path.join(model_dir, "train")) and os.path.isdir(os.path.join(model_dir, "validation"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (["--dataset", "nope"], "unknown dataset 'nope'"),
     (["--dataset", "beauty", "--source_file", "/nonexistent/file.txt"], "/nonexistent/file.txt: no such file"),
@@ -202,6 +204,7 @@ def test_tensorboard_holds_the_config_and_an_hparams_session_with_the_results(fi
         assert results[tag] == {30: pytest.approx(value)}, tag
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_cpu_devices_follows_the_single_device_loss(toy_file, tmp_path):
     curves = []
     for strategy in ("default", "mirrored"):
