@@ -54,8 +54,8 @@ def finished_sasrec_run(toy_file, tmp_path_factory):
     return data_dir, model_dir, whole.stdout
 
 
-# SASRec resumes through the same code as BERT4Rec (its own data stream and loss aside): slow, to keep
-# the default run near 10 minutes.
+# Three train commands per model (the whole run, the killed one, the resumed one): a slow check. The
+# default run keeps the whole run's command (finished_run) and its evaluate and recommend commands.
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["bert4rec", "sasrec"])
 def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, request, tmp_path, model):
