@@ -49,8 +49,10 @@ def by_hand(model, users: np.ndarray) -> float:
     return float(cross_entropy.mean())
 
 
-@pytest.mark.parametrize("name,loss", [("bert4rec", "ce"), ("sasrec", "bce"), ("sasrec", "ce"),
-                                       ("bert4rec_match", "ce")])
+# Both loss forms in the default run; the other two are slow checks.
+@pytest.mark.parametrize("name,loss", [("bert4rec", "ce"), ("sasrec", "bce"),
+                                       pytest.param("sasrec", "ce", marks=pytest.mark.slow),
+                                       pytest.param("bert4rec_match", "ce", marks=pytest.mark.slow)])
 def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(name, loss):
     model = build(name, loss)
     every = validation_loss_function(model, HISTORIES, TARGETS, NEGATIVES)

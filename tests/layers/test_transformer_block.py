@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from bert4rec_tf.layers import TransformerBlock
 from tests.keras_test_utils import run_layer_test
@@ -6,6 +7,9 @@ from tests.keras_test_utils import run_layer_test
 _ARGS = dict(hidden_size=8, num_heads=2, intermediate_size=16)
 
 
+# Slow: the block is its sublayers' contracts (each tested) put together, and every model's one-step
+# training test checks that the gradient reaches every weight of its blocks.
+@pytest.mark.slow
 def test_layer_contract(padded_batch, tmp_path):
     hidden, padding_mask = padded_batch
     run_layer_test(
