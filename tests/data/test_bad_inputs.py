@@ -53,6 +53,7 @@ def edit_first_character(path: str) -> None:
         handle.write(b"9" if first != b"9" else b"8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, damage, problem", [
     ("vocab.txt", edit_first_character, "damaged"),
     ("users.txt", lambda path: os.truncate(path, 0), "damaged"),
@@ -87,6 +88,7 @@ def the_record_file(folder: str) -> str:
     return os.path.join(folder, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [
     lambda folder: flip_middle_byte(the_record_file(folder)),
     lambda folder: os.truncate(the_record_file(folder), 30),
@@ -191,6 +193,7 @@ def unicode_source(tmp_path) -> tuple[str, dict[str, list[str]]]:
     return write_csv(tmp_path / "unicode.csv", rows), users
 
 
+@pytest.mark.slow
 def test_any_unicode_id_survives_preparation(tmp_path):
     source, users = unicode_source(tmp_path)
     prepared = prepare(small_data_config(dataset="custom", num_negatives=3), str(tmp_path / "data"), source,

@@ -195,6 +195,7 @@ def digests(directory):
             for name in sorted(os.listdir(directory))}
 
 
+@pytest.mark.slow
 def test_same_seed_identical_bytes_whatever_the_parallelism(tmp_path):
     config = small_config()
     windows = small_windows(config)

@@ -177,6 +177,7 @@ def _restored(batch: dict, keys: tuple, max_len: int, left: bool = False) -> lis
     return rows
 
 
+@pytest.mark.slow
 def test_length_grouped_batches_hold_each_chunks_instances_sorted_trimmed_and_resumable():
     config = small_config(max_len=24, prop_sliding_window=1.0)
     rng = np.random.default_rng(3)

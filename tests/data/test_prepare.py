@@ -51,6 +51,7 @@ def test_prepare_writes_complete_consistent_outputs(toy_file, tmp_path):
     assert not [d for d in os.listdir(os.path.dirname(prepared.directory)) if "incomplete" in d]
 
 
+@pytest.mark.slow
 def test_same_seed_same_files_other_seed_other_files(toy_file, tmp_path):
     first = prepare(small_data_config(), str(tmp_path / "a"), toy_file, progress=False).metadata["files"]
     second = prepare(small_data_config(), str(tmp_path / "b"), toy_file, progress=False).metadata["files"]
@@ -79,6 +80,7 @@ def test_two_processes_with_one_seed_write_identical_bytes(toy_file, tmp_path):
     assert all(other[name]["sha256"] != here[name]["sha256"] for name in here if name.startswith("train-"))
 
 
+@pytest.mark.slow
 def test_a_complete_preparation_is_reused_and_a_damaged_one_is_prepared_again(toy_file, tmp_path, caplog):
     prepared = prepare(small_data_config(), str(tmp_path), toy_file, progress=False)
     marker = os.path.getmtime(os.path.join(prepared.directory, "metadata.json"))
@@ -95,6 +97,7 @@ def test_a_complete_preparation_is_reused_and_a_damaged_one_is_prepared_again(to
     assert load_prepared(str(tmp_path / "absent")) is None
 
 
+@pytest.mark.slow
 def test_original_split_has_no_validation_candidates(toy_file, tmp_path):
     prepared = prepare(small_data_config(split="original"), str(tmp_path), toy_file, progress=False)
     assert set(prepared.candidates()) == {"pop_test", "uniform_test"}

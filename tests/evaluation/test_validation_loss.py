@@ -49,10 +49,9 @@ def by_hand(model, users: np.ndarray) -> float:
     return float(cross_entropy.mean())
 
 
-# Both loss forms in the default run; the other two are slow checks.
-@pytest.mark.parametrize("name,loss", [("bert4rec", "ce"), ("sasrec", "bce"),
-                                       pytest.param("sasrec", "ce", marks=pytest.mark.slow),
-                                       pytest.param("bert4rec_match", "ce", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("name,loss", [("bert4rec", "ce"), ("sasrec", "bce"), ("sasrec", "ce"),
+                                       ("bert4rec_match", "ce")])
 def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(name, loss):
     model = build(name, loss)
     every = validation_loss_function(model, HISTORIES, TARGETS, NEGATIVES)
@@ -64,6 +63,7 @@ def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(na
     np.testing.assert_allclose(some(), by_hand(model, np.array([0, 2, 4])), rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_cloze_instances_mask_the_appended_mask_and_pop_has_none():
     model = build("bert4rec")
     features = loss_instances(model, HISTORIES[:2], TARGETS[:2], NEGATIVES[:2])

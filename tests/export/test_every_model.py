@@ -19,6 +19,9 @@ from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.models import MODELS, build_model
 from tests.export.conftest import WITHOUT_PACKAGE
 
+# Builds, exports and serves every model in a fresh process: a slow check.
+pytestmark = pytest.mark.slow
+
 ITEMS = [f"i{k}" for k in range(1, 21)]
 HISTORIES = [["i1", "", "i2", "nope", "i3"], ["", "", "", "", "i7"]]
 

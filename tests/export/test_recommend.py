@@ -12,6 +12,9 @@ from bert4rec_tf.data.id_files import escape_id
 from tests.conftest import REPO
 from tests.export.conftest import UNICODE_ITEMS
 
+# Each check starts the recommend command (a new process importing TensorFlow): slow checks.
+pytestmark = pytest.mark.slow
+
 
 def recommend(run_dir: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, os.path.join(REPO, "run_scripts", "recommend.py"), "--model_dir", run_dir,
@@ -37,7 +40,6 @@ def test_history_file_with_bom_crlf_and_escapes_names_the_unknown_ids(unicode_ru
     assert len(ids) == 5 and set(ids) == expected  # only the 5 unseen items: no empty slot is printed
 
 
-@pytest.mark.slow
 def test_separator_and_ids_outside_ascii_work_under_an_ascii_locale(unicode_run):
     _, run_dir = unicode_run
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONIOENCODING", "LANG", "LC_CTYPE")}
@@ -49,7 +51,6 @@ def test_separator_and_ids_outside_ascii_work_under_an_ascii_locale(unicode_run)
                                                          "new\\nline"])
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (["--history", "nope zzz"], "no id of --history is in {export}/vocab.txt: 'nope', 'zzz'"),
     (["--history", "é", "--history_file", "h.txt"], "give exactly one of --history and --history_file"),
@@ -63,7 +64,6 @@ def test_bad_input_is_a_one_line_error(unicode_run, args, needle):
     assert errors == [f"error: {needle.format(export=os.path.join(run_dir, 'export'))}"], result.stderr[-2000:]
 
 
-@pytest.mark.slow
 def test_titles_through_an_id_map(unicode_run, tmp_path):
     _, run_dir = unicode_run
     titles = tmp_path / "movies.dat"

@@ -36,6 +36,7 @@ print(json.dumps({"signatures": sorted(loaded.signatures.keys()),
 """
 
 
+@pytest.mark.slow
 def test_fresh_process_without_the_package_answers_both_signatures(tiny_run):
     model, run_dir = tiny_run
     result = subprocess.run([sys.executable, "-c", LOADER, os.path.join(run_dir, "export")], capture_output=True,

@@ -8,6 +8,7 @@ _IDS = np.array([[3, 5, 9, 0, 0], [1, 2, 3, 4, 11]], dtype="int32")
 _ARGS = dict(vocab_size=12, hidden_size=8, max_len=6)
 
 
+@pytest.mark.slow
 def test_layer_contract(tmp_path):
     layer = run_layer_test(ItemEmbedding, dict(_ARGS, hidden_dropout=0.1), _IDS, (2, 5, 8), tmp_path)
     assert any(w is layer.position_embedding.embeddings for w in layer.trainable_weights)

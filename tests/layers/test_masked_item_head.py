@@ -11,6 +11,7 @@ def _embedding() -> ItemEmbedding:
     return ItemEmbedding(vocab_size=12, hidden_size=8, max_len=6, name="embedding")
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Gradients do not exist")
 def test_layer_contract(padded_batch, tmp_path):
     hidden, _ = padded_batch

@@ -6,6 +6,7 @@ from bert4rec_tf.layers import PositionWiseFeedForward
 from tests.keras_test_utils import run_layer_test
 
 
+@pytest.mark.slow
 def test_layer_contract(padded_batch, tmp_path):
     hidden, _ = padded_batch
     run_layer_test(

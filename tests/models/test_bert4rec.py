@@ -86,6 +86,7 @@ def test_score_last_scores_the_last_real_position():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capacity", [None, 6, 8])
 def test_packed_and_unpacked_losses_agree(capacity):
     features = _features()
@@ -104,9 +105,8 @@ def test_packed_and_unpacked_losses_agree(capacity):
     )
 
 
-# The default run trains the packed head with a capacity; the other two forms are slow checks.
-@pytest.mark.parametrize("packed,capacity", [pytest.param(False, None, marks=pytest.mark.slow),
-                                             pytest.param(True, None, marks=pytest.mark.slow), (True, 8)])
+@pytest.mark.slow
+@pytest.mark.parametrize("packed,capacity", [(False, None), (True, None), (True, 8)])
 def test_one_fit_step_trains_every_weight(packed, capacity):
     features = _features()
     model = _model(packed=packed, packed_capacity=capacity)
@@ -148,6 +148,7 @@ def _item_tables(model: BERT4Rec) -> list:
     return [w for w in model.weights if w.path.endswith("item_embedding/embeddings")]
 
 
+@pytest.mark.slow
 def test_save_and_load_keep_logits_and_one_shared_item_table(tmp_path):
     features = _features()
     model = _model()

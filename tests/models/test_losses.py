@@ -129,6 +129,7 @@ def test_tied_cross_entropy_against_numpy_values_and_gradients():
     np.testing.assert_allclose(grads[2].numpy(), d_logits.sum(0), atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bert4rec", "bert4rec_match"])
 def test_the_fused_training_loss_equals_compute_loss_with_the_same_gradients(name):
     import keras

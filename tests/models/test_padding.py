@@ -15,6 +15,9 @@ from bert4rec_tf.models import MODELS, build_model
 from tests.data.test_instances import small_config
 from tests.models.test_relatives import config
 
+# Each check builds and runs every model: slow checks (the default run keeps no model-building loops).
+pytestmark = pytest.mark.slow
+
 NUM_ITEMS = 30
 MAX_LEN = 24
 KINDS = {"bert4rec": "masked", "sasrec": "next_item", "bert4rec_match": "masked_matching"}
@@ -31,12 +34,8 @@ def built(name: str, **changes):
 
 
 def trainable_models() -> list:
-    """Every trainable model; the default run keeps one per training pipeline (the matching model's
-    masked instances, SASRec's next-item windows), BERT4Rec and SASRec with ce are slow checks."""
-    default = {"bert4rec_match", "sasrec"}
-    cases = [(name, {}) for name in sorted(MODELS) if name in KINDS] + [("sasrec", {"loss": "ce"})]
-    return [case if case[0] in default and not case[1] else pytest.param(*case, marks=pytest.mark.slow)
-            for case in cases]
+    """Every trainable model, and SASRec with the ce loss."""
+    return [(name, {}) for name in sorted(MODELS) if name in KINDS] + [("sasrec", {"loss": "ce"})]
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -46,8 +46,8 @@ def training_batch(name: str) -> dict[str, np.ndarray]:
     return features
 
 
-# BERT4Rec's step is also checked in test_bert4rec.py (packed); here it is a slow check.
-@pytest.mark.parametrize("name", [pytest.param("bert4rec", marks=pytest.mark.slow), "sasrec", "bert4rec_match"])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bert4rec", "sasrec", "bert4rec_match"])
 def test_one_fit_step_trains_every_weight_and_logs_the_gradient_norm(name):
     model = build_model(config(name, hidden_dropout=0.0, attention_dropout=0.0))
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
@@ -126,6 +126,7 @@ def test_matching_model_loss_is_one_mean_over_the_masked_slots_and_the_matching_
     assert float(model.loss_terms(features)) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_model_survives_keras_save_and_reload(name, tmp_path):
     model = build_model(config(name))
@@ -145,6 +146,7 @@ def test_sasrec_rejects_an_unknown_loss():
         SASRec(config("sasrec", loss="hinge"))
 
 
+@pytest.mark.slow
 def test_fit_with_separate_labels_trains_like_labels_in_the_features():
     features = training_batch("bert4rec")
     losses = []

@@ -17,6 +17,9 @@ import tensorflow as tf
 
 from tests.conftest import REPO, event_scalars, event_values, toy_sequences, write_pairs
 
+# Each check starts or reads the train command's run (a new process importing TensorFlow): slow checks.
+pytestmark = pytest.mark.slow
+
 TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "model.hidden_size=8",
         "--config", "model.num_heads=2", "--config", "model.intermediate_size=16", "--config", "model.num_layers=1",
         "--batch_size", "4", "--learning_rate", "1e-3", "--eval_every", "5"]
@@ -54,9 +57,7 @@ def finished_sasrec_run(toy_file, tmp_path_factory):
     return data_dir, model_dir, whole.stdout
 
 
-# Three train commands per model (the whole run, the killed one, the resumed one): a slow check. The
-# default run keeps the whole run's command (finished_run) and its evaluate and recommend commands.
-@pytest.mark.slow
+# Three train commands per model (the whole run, the killed one, the resumed one).
 @pytest.mark.parametrize("model", ["bert4rec", "sasrec"])
 def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, request, tmp_path, model):
     data_dir, whole_dir, _ = request.getfixturevalue("finished_run" if model == "bert4rec" else "finished_sasrec_run")
@@ -91,7 +92,6 @@ def test_resume_after_sigkill_gives_the_uninterrupted_metrics(toy_file, request,
     assert os.path.isdir(os.path.join(model_dir, "train")) and os.path.isdir(os.path.join(model_dir, "validation"))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (["--dataset", "nope"], "unknown dataset 'nope'"),
     (["--dataset", "beauty", "--source_file", "/nonexistent/file.txt"], "/nonexistent/file.txt: no such file"),
@@ -204,7 +204,6 @@ def test_tensorboard_holds_the_config_and_an_hparams_session_with_the_results(fi
         assert results[tag] == {30: pytest.approx(value)}, tag
 
 
-@pytest.mark.slow
 def test_mirrored_strategy_on_two_cpu_devices_follows_the_single_device_loss(toy_file, tmp_path):
     curves = []
     for strategy in ("default", "mirrored"):
