@@ -197,7 +197,8 @@ def parse_duration(text: str, flag: str = "--time_budget") -> float:
 
 
 def guarded(run: Callable[[], None]) -> int:
-    """Runs `run`; bad input or a fault ends in a one-line error on stderr and exit status 1.
+    """Runs `run`; bad input, a fault or a missing TensorFlow ends in a one-line error on stderr and exit
+    status 1.
 
     Errors the package raises for bad input (`ValueError`, `DataError`) and operating-system errors
     (missing, unreadable or damaged files) are shown as `error: <message>`; `--debug` shows the
@@ -206,6 +207,12 @@ def guarded(run: Callable[[], None]) -> int:
     logging.getLogger("bert4rec_tf").setLevel(logging.INFO)
     try:
         run()
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] != "tensorflow" or (flags.FLAGS.is_parsed() and flags.FLAGS.debug):
+            raise
+        print(f"error: TensorFlow is not installed ({error}): install the package with one of its TensorFlow "
+              "extras, pip install -e \".[cpu]\" or, with an NVIDIA GPU, pip install -e \".[gpu]\"", file=sys.stderr)
+        return 1
     except (DataError, ValueError, OSError) as error:
         if flags.FLAGS.is_parsed() and flags.FLAGS.debug:
             raise

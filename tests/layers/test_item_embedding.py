@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 from bert4rec_tf.layers import ItemEmbedding
 from tests.keras_test_utils import run_layer_test

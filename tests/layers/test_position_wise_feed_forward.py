@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from bert4rec_tf.layers import PositionWiseFeedForward
 from tests.keras_test_utils import run_layer_test

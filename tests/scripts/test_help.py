@@ -63,3 +63,30 @@ def test_every_command_has_a_console_entry_point():
         assert any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in command_module(name).body)
         with open(os.path.join(REPO, "run_scripts", f"{name}.py"), encoding="utf-8") as handle:
             assert f"from bert4rec_tf.scripts.{name} import main" in handle.read()
+
+
+# Runs the train command with TensorFlow missing (its import fails, as without the cpu or gpu extra).
+WITHOUT_TENSORFLOW = """
+import importlib.abc, runpy, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "tensorflow":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_without_tensorflow_a_command_names_the_extras_in_one_line(tmp_path):
+    source = tmp_path / "toy.txt"
+    source.write_text("".join(f"{user} {item}\n" for user in range(1, 6) for item in range(1, 8)))
+    script = os.path.join(REPO, "run_scripts", "train.py")
+    result = subprocess.run([sys.executable, "-c", WITHOUT_TENSORFLOW, script, "--dataset", "custom",
+                             "--source_file", str(source), "--data_dir", str(tmp_path / "data"),
+                             "--model_dir", str(tmp_path / "run"), "--train_steps", "1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: TensorFlow is not installed") and '".[cpu]"' in last and '".[gpu]"' in last, \
+        result.stderr[-2000:]
