@@ -13,8 +13,6 @@ def test_every_trainable_model_is_covered():
     assert {model for model, _ in CASES.values()} == set(MODELS) - {"pop"}
 
 
-# Hundreds of training steps per model: slow checks; CI runs BERT4Rec's (.ci/run).
-@pytest.mark.slow
 @pytest.mark.parametrize("case", MASKED_CASES)
 def test_model_beats_pop_on_planted_order(case, planted, planted_pop_recall):
     recall, pop = full_recall(case, planted), planted_pop_recall

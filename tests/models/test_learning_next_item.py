@@ -7,9 +7,6 @@ import pytest
 
 from tests.models.planted import MARGIN, NEXT_ITEM_CASES, full_recall
 
-# Hundreds of training steps per model: slow checks.
-pytestmark = pytest.mark.slow
-
 
 @pytest.mark.parametrize("case", NEXT_ITEM_CASES)
 def test_model_beats_pop_on_planted_order(case, planted, planted_pop_recall):
