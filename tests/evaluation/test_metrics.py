@@ -93,9 +93,8 @@ class ScoresByUser:
 
 # POP and a per-user scorer in the default run; the three models are slow checks (each builds and
 # evaluates a model).
-@pytest.mark.parametrize("name", [pytest.param("bert4rec", marks=pytest.mark.slow),
-                                  pytest.param("sasrec", marks=pytest.mark.slow),
-                                  pytest.param("bert4rec_match", marks=pytest.mark.slow), "pop", "by_user"])
+@pytest.mark.parametrize("name", [pytest.param(model, marks=pytest.mark.slow)
+                                  for model in ("bert4rec", "sasrec", "bert4rec_match")] + ["pop", "by_user"])
 def test_trimmed_length_sorted_batches_give_the_metrics_of_full_width_batches(name):
     from bert4rec_tf.data.candidates import sample_negatives
     from bert4rec_tf.evaluation.evaluator import evaluate
