@@ -196,6 +196,11 @@ def parse_duration(text: str, flag: str = "--time_budget") -> float:
     return hours * 3600 + minutes * 60 + seconds
 
 
+def _debugging() -> bool:
+    """Whether --debug was given (False before the flags are parsed)."""
+    return flags.FLAGS.is_parsed() and flags.FLAGS.debug
+
+
 def guarded(run: Callable[[], None]) -> int:
     """Runs `run`; bad input, a fault or a missing TensorFlow ends in a one-line error on stderr and exit
     status 1.
@@ -208,13 +213,13 @@ def guarded(run: Callable[[], None]) -> int:
     try:
         run()
     except ModuleNotFoundError as error:
-        if (error.name or "").split(".")[0] != "tensorflow" or (flags.FLAGS.is_parsed() and flags.FLAGS.debug):
+        if (error.name or "").split(".")[0] != "tensorflow" or _debugging():
             raise
         print(f"error: TensorFlow is not installed ({error}): install the package with one of its TensorFlow "
               "extras, pip install -e \".[cpu]\" or, with an NVIDIA GPU, pip install -e \".[gpu]\"", file=sys.stderr)
         return 1
     except (DataError, ValueError, OSError) as error:
-        if flags.FLAGS.is_parsed() and flags.FLAGS.debug:
+        if _debugging():
             raise
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"error: {message}", file=sys.stderr)

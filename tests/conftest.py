@@ -26,6 +26,19 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
+def import_blocker(package: str) -> str:
+    """Python source that, run first in a new process, makes every import of `package` (and of its
+    submodules) fail with ModuleNotFoundError, as when it is not installed."""
+    return f"""
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == {package!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, Block())
+"""
+
+
 def shared_datasets_dir() -> str:
     """`$BERT4REC_SHARED_DATASETS`, else ../shared/datasets beside the checkout."""
     return os.environ.get("BERT4REC_SHARED_DATASETS",

@@ -11,17 +11,10 @@ from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.models import BERT4Rec
+from tests.conftest import import_blocker
 
 # The start of a script run in a fresh process: importing bert4rec_tf fails there, then TensorFlow.
-WITHOUT_PACKAGE = r"""
-import importlib.abc, json, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] == "bert4rec_tf":
-            raise ImportError("bert4rec_tf must not be needed")
-sys.meta_path.insert(0, Block())
-import tensorflow as tf
-"""
+WITHOUT_PACKAGE = import_blocker("bert4rec_tf") + "import json\nimport tensorflow as tf\n"
 MAX_LEN = 6
 ITEMS = [f"i{k}" for k in range(1, 31)]
 # Fewer than 10 items, each awkward for some file format, command line or terminal.

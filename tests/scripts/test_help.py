@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, import_blocker
 
 COMMANDS = ("train", "prepare_data", "evaluate", "recommend", "reproduce", "compare_runs", "count_params",
             "scale_check", "run_notebook", "benchmark")
@@ -66,13 +66,8 @@ def test_every_command_has_a_console_entry_point():
 
 
 # Runs the train command with TensorFlow missing (its import fails, as without the cpu or gpu extra).
-WITHOUT_TENSORFLOW = """
-import importlib.abc, runpy, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] == "tensorflow":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, Block())
+WITHOUT_TENSORFLOW = import_blocker("tensorflow") + """
+import runpy
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
