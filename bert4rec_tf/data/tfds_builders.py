@@ -230,14 +230,12 @@ def sequences_from_builder(builder: tfds.core.DatasetBuilder) -> UserSequences:
         flat_items.append(item_ids.flat_values.numpy())
     if not indices:
         raise ValueError(f"the build in {builder.data_dir} holds no examples")
-    # The examples come in the build's order; put the users (and their item runs) in index order.
-    order = np.argsort(np.concatenate(indices), kind="stable")
-    lengths = np.concatenate(lengths)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[order]
+    # The examples come in the build's order; put the users in index order, each user's items in theirs
+    # (a stable sort of the items by their user's index).
+    index, lengths = np.concatenate(indices), np.concatenate(lengths)
+    flat = np.concatenate(flat_items)[np.argsort(np.repeat(index, lengths), kind="stable")]
+    order = np.argsort(index)
     lengths = lengths[order]
-    new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    positions = np.arange(lengths.sum()) + np.repeat(starts - new_starts, lengths)
-    flat = np.concatenate(flat_items)[positions]
     user_ids = np.asarray([user.decode("utf-8") for user in np.concatenate(user_ids)[order]], dtype=object)
     codes, raw_items = pd.factorize(flat)
     items = np.asarray([item.decode("utf-8") for item in raw_items], dtype=object)[codes]

@@ -13,9 +13,8 @@ from tests.conftest import toy_sequences, write_pairs
 
 def test_the_build_reads_back_as_the_preprocessed_source_across_batches(tmp_path, monkeypatch):
     # Batches of 5 users: the build's order (TFDS shuffles examples by key) spans several batches, and
-    # the 12 users' item runs must come back in user order.
-    # Ids that are not integers are numbered in order of first appearance, so the order in which the
-    # users' runs come back decides every id.
+    # the 12 users' item runs must come back in user order. Ids that are not integers are numbered in
+    # order of first appearance, so that order decides every id.
     monkeypatch.setattr(tfds_builders, "READ_BATCH", 5)
     toy = toy_sequences(num_users=12, num_items=60, seed=3)
     source = write_pairs(str(tmp_path / "toy.txt"),
