@@ -2,7 +2,8 @@
 
 A file is streamed to ``<name>.part`` (resumed with an HTTP Range request when a partial file is
 there), its SHA-256 checked, and only then renamed to ``<name>``; ``<name>.sha256`` records the
-verified digest so later runs skip the download and the re-hash.
+verified digest. A later use skips the download but hashes the cached file again: one that changed
+since (damaged or edited) is removed with an error instead of being read.
 """
 
 from __future__ import annotations
@@ -47,13 +48,14 @@ def download(url: str, directory: str | os.PathLike, filename: str, sha256: str 
     os.makedirs(directory, exist_ok=True)
     final = os.path.join(directory, filename)
     record = final + ".sha256"
-    if os.path.isfile(final) and os.path.isfile(record):
-        with open(record) as handle:
-            recorded = handle.read().strip()
-        if sha256 is None or recorded == sha256:
-            return final
     if os.path.isfile(final):
-        _verify_and_record(final, final, record, sha256, url)
+        # Checked against the pinned digest, else the one recorded at its download (a file without
+        # either, copied in by hand, is taken as it is and its digest recorded).
+        expected = sha256
+        if expected is None and os.path.isfile(record):
+            with open(record) as handle:
+                expected = handle.read().strip()
+        _verify_and_record(final, final, record, expected, url)
         return final
     partial = final + ".part"
     offset = os.path.getsize(partial) if os.path.isfile(partial) else 0

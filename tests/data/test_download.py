@@ -66,11 +66,28 @@ def test_checksum_mismatch_removes_the_file_and_says_so(server, tmp_path):
 
 def test_without_pinned_digest_the_first_download_is_recorded_and_enforced(server, tmp_path):
     path = download(server, str(tmp_path), "file.bin")
+    assert open(path + ".sha256").read().strip() == hashlib.sha256(PAYLOAD).hexdigest()
+    with open(path, "r+b") as handle:                   # the cached file changes after its download
+        handle.write(b"corrupt")
+    with pytest.raises(DataError, match="checksum mismatch .* the file was removed"):
+        download(server, str(tmp_path), "file.bin")
+    assert not os.path.exists(path)
+    assert open(download(server, str(tmp_path), "file.bin"), "rb").read() == PAYLOAD  # fetched anew
+    assert len(RangeHandler.requests) == 2
+
+
+def test_a_cached_file_is_checked_against_the_pinned_digest(server, tmp_path):
+    digest = hashlib.sha256(PAYLOAD).hexdigest()
+    path = download(server, str(tmp_path), "file.bin", sha256=digest)
     with open(path, "r+b") as handle:
         handle.write(b"corrupt")
+    with pytest.raises(DataError, match="checksum mismatch"):   # its record says it was verified
+        download(server, str(tmp_path), "file.bin", sha256=digest)
     os.remove(path + ".sha256")
+    (tmp_path / "file.bin").write_bytes(b"copied in by hand")    # no record: the pinned digest decides
     with pytest.raises(DataError, match="checksum mismatch"):
-        download(server, str(tmp_path), "file.bin", sha256=hashlib.sha256(PAYLOAD).hexdigest())
+        download(server, str(tmp_path), "file.bin", sha256=digest)
+    assert len(RangeHandler.requests) == 1
 
 
 def test_network_error_is_a_clear_error(tmp_path):
