@@ -51,10 +51,7 @@ def download(url: str, directory: str | os.PathLike, filename: str, sha256: str 
     if os.path.isfile(final):
         # Checked against the pinned digest, else the one recorded at its download (a file without
         # either, copied in by hand, is taken as it is and its digest recorded).
-        expected = sha256
-        if expected is None and os.path.isfile(record):
-            with open(record) as handle:
-                expected = handle.read().strip()
+        expected = sha256 if sha256 is not None else _recorded_digest(record)
         _verify_and_record(final, final, record, expected, url)
         return final
     partial = final + ".part"
@@ -78,6 +75,13 @@ def download(url: str, directory: str | os.PathLike, filename: str, sha256: str 
     return final
 
 
+def _recorded_digest(record: str) -> str | None:
+    if not os.path.isfile(record):
+        return None
+    with open(record) as handle:
+        return handle.read().strip()
+
+
 def _verify_and_record(path: str, final: str, record: str, sha256: str | None, url: str) -> None:
     actual = sha256_of(path)
     if sha256 is not None and actual != sha256:
@@ -86,6 +90,8 @@ def _verify_and_record(path: str, final: str, record: str, sha256: str | None, u
                         "the file was removed, run again to download it anew", final)
     if path != final:
         os.replace(path, final)
+    if _recorded_digest(record) == actual:
+        return  # a cache that is only read is never written to
     temporary = record + ".tmp"
     with open(temporary, "w") as handle:
         handle.write(actual + "\n")

@@ -54,8 +54,10 @@ def test_download_verifies_caches_and_resumes(server, tmp_path):
     assert RangeHandler.requests == ["bytes=300000-"]
     assert not partial.exists()
     assert open(path + ".sha256").read().strip() == digest
+    recorded = os.stat(path + ".sha256")
     assert download(server, str(tmp_path), "file.bin", sha256=digest) == path
     assert len(RangeHandler.requests) == 1              # cached: no second request
+    assert os.stat(path + ".sha256").st_ino == recorded.st_ino  # nor a rewritten record
 
 
 def test_checksum_mismatch_removes_the_file_and_says_so(server, tmp_path):
