@@ -35,7 +35,7 @@ from bert4rec_tf import cli
 from bert4rec_tf.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.config import PRESETS, recipe_overrides
 from bert4rec_tf.files import read_json, write_json_atomic
-from bert4rec_tf.reproduction import (EXPERIMENTS, SWEEPS, make_record, plan, provenance, read_record,
+from bert4rec_tf.reproduction import (EXPERIMENTS, SWEEPS, derived_flags, make_record, plan, provenance, read_record,
                                       record_path, report_rows, run_settings, run_status, write_report)
 
 # Each run is `bert4rec-train` run as a module by this Python, with this package first on its path.
@@ -96,7 +96,9 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> lis
         command += ["--data_dir", args.data_dir]
     if run.dataset in sources:
         command += ["--source_file", sources[run.dataset]]
-    return command + list(run.flags) + shlex.split(args.extra)
+    command += list(run.flags)
+    extra = shlex.split(args.extra)
+    return command + derived_flags(run, run_settings(command[len(TRAIN):] + extra)) + extra
 
 
 def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
@@ -388,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         groups: list[list[int] | None] = core_groups(args.jobs, _usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
         reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
+        for run in runs:
+            _settings(run, args, sources)  # a run whose settings cannot be resolved fails here, not later
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -7,13 +7,15 @@ Model directory layout (see also `bert4rec_tf.training.run_folder`):
     validation.json             the validation curve
     model.keras                 the exported model
     export/                     the serving SavedModel and vocab.txt (escaped raw id <TAB> model id)
-    results.json                test metrics of the best checkpoint, written last: the run is complete
+    results.json                test metrics of the best checkpoint and POP's validation beside the
+                                best one's (`pop_warning`), written last: the run is complete
 
 Every file is written under a temporary name and renamed into place, so it is complete or absent.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -36,13 +38,33 @@ from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.models import SequentialRecommender, build_model
-from bert4rec_tf.training.callbacks import (CheckpointAndValidate, PaceMeter, StopOnDivergence, TrainSummaries,
-                                           seed_generators)
+from bert4rec_tf.training.callbacks import (SELECTION_METRIC, CheckpointAndValidate, PaceMeter, StopOnDivergence,
+                                           TrainSummaries, seed_generators)
 from bert4rec_tf.training.optimization import WarmupLinearDecay, make_optimizer
 from bert4rec_tf.training.run_folder import RunFolder
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
 
 ATTENTION_USERS = 512
+# A trained model whose best validation is not this many times POP's has learned little beyond
+# popularity: too short a run, or a collapse (the network without residual paths at 3e-3 gave every
+# user the same output and POP's ranking), whose metrics would otherwise pass for a result.
+POP_MARGIN = 1.1
+
+
+def pop_warning(best: dict | None, pop: dict[str, dict[str, float]]) -> str | None:
+    """The one-line warning when `best` (the best checkpoint's validation curve point, {"step": ...,
+    "pop/NDCG@10": ...}) is not `POP_MARGIN` times POP's validation `pop` ({protocol: {metric: value}})
+    in the selection metric; None when it is, or when there is no best point."""
+    if best is None:
+        return None
+    protocol, metric = SELECTION_METRIC
+    mine, theirs = best[f"{protocol}/{metric}"], pop[protocol][metric]
+    if mine > POP_MARGIN * theirs:
+        return None
+    label = {"pop": "pop-100", "uniform": "uniform-100"}.get(protocol, protocol)
+    return (f"warning: the best validation {label} {metric}, {mine:.4f} at step {best['step']:,}, is not "
+            f"{POP_MARGIN:g} times POP's {theirs:.4f} on the same users: the model has learned little beyond "
+            "popularity (too short a run, or a collapse; docs/training.md)")
 
 
 def load_checkpoint(model: keras.Model, path: str) -> None:
@@ -314,6 +336,14 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
         load_checkpoint(model, best)
     results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
+    pop_validation = None
+    if trainable and validate is not None:
+        pop = build_model(dataclasses.replace(config.model, name="pop"))
+        pop.fit_statistics(train)
+        pop_validation = validate(pop)
+        warning = pop_warning(best_point, pop_validation)
+        if warning:
+            print(warning, file=sys.stderr)
     write_results(run.directory, results, best_point, state["step"])
     temporary = run.path(f"tmp-{os.getpid()}-model.keras")
     model.save(temporary)
@@ -321,7 +351,9 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
     replace_folder(run.path("export"), lambda target: export_saved_model(model, sequences.item_ids, target))
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
-                       "config": config.to_dict(), "data": run.data_record()})
+                       "config": config.to_dict(), "data": run.data_record(),
+                       **({"pop_validation": pop_validation,
+                           "above_pop": pop_warning(best_point, pop_validation) is None} if pop_validation else {})})
     return results
 
 

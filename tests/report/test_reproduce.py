@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from bert4rec_tf.reproduction import (COLUMNS, PUBLISHED, PUBLISHED_FULL, orderings, plan, report_rows, run_settings,
-                                      write_report)
+from bert4rec_tf.reproduction import (COLUMNS, PUBLISHED, PUBLISHED_FULL, derived_flags, orderings, plan, report_rows,
+                                      run_settings, write_report)
 from tests.conftest import REPO, toy_sequences, write_pairs
 from tests.training.test_bad_runs import TINY
 
@@ -46,7 +46,7 @@ def test_ablation_and_sweep_plans():
     assert ablation["ablation-only-matching"].model == "bert4rec_match"
     rho = plan("mask_prob", ["beauty"])
     assert [run.value for run in rho] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
-    assert rho[0].flags == ("--config", "masked_lm_prob=0.1", "--config", "max_predictions_per_seq=5")
+    assert rho[0].flags == ("--config", "masked_lm_prob=0.1") and rho[0].mask_prob == 0.1  # slots: derived_flags
     assert [run.value for run in plan("max_len", ["ml-1m"])] == [10, 50, 100, 200, 400]
     assert plan("max_len", ["ml-1m"])[-1].flags == ("--max_len", "400", "--config", "max_predictions_per_seq=80")
     assert [run.value for run in plan("hidden_size", ["beauty"])] == [16, 32, 64, 128, 256]
@@ -350,7 +350,9 @@ def test_sweep_runs_at_the_recipes_own_value_are_one_run(tmp_path):
     assert resolved_settings(settings["max-len-100"]) == resolved_settings(base)
     # A setting that changes the configuration, a flag outside it, or another seed: not the same run.
     assert resolved_settings(settings["hidden-size-32"]) != resolved_settings(base)
-    assert resolved_settings(settings["mask-prob-0.2"]) != resolved_settings(base)  # 40 slots, not 20
+    for setting in ("mask-prob-0.2", "mask-prob-0.3"):  # the slots of the recipe's N 100: 20 at rho 0.2
+        settings[setting] += derived_flags(runs[setting], settings[setting])
+    assert resolved_settings(settings["mask-prob-0.2"]) == resolved_settings(base)
     assert resolved_settings([*base, "--eval_every", "1000"]) is None  # a flag given twice
     assert resolved_settings(base[:-2] + ["--recipe", "cpu-1h"]) != resolved_settings(base)
     assert resolved_settings([*base[:4], "--seed", "1", *base[6:]]) != resolved_settings(base)
@@ -365,7 +367,45 @@ def test_sweep_runs_at_the_recipes_own_value_are_one_run(tmp_path):
     assert shared["same_as"] == "max_len/ml-1m-max-len-100" and shared["value"] == 64
     assert shared["setting"] == "hidden-size-64" and shared["test"] == record["test"]
     assert read_record(str(tmp_path), "hidden_size", runs["hidden-size-32"], settings["hidden-size-32"]) is None
-    assert read_record(str(tmp_path), "mask_prob", runs["mask-prob-0.2"], settings["mask-prob-0.2"]) is None
+    assert read_record(str(tmp_path), "mask_prob", runs["mask-prob-0.2"],
+                       settings["mask-prob-0.2"])["same_as"] == "max_len/ml-1m-max-len-100"
+    assert read_record(str(tmp_path), "mask_prob", runs["mask-prob-0.3"], settings["mask-prob-0.3"]) is None
+
+
+def test_derived_flags_follow_the_resolved_length_and_learning_rate():
+    """The mask sweep's slots are sized from the N the recipe and flags resolve to, and the no-residual
+    run's rate is capped at 1e-3 only where the resolved rate is above it; --extra still overrides."""
+    base = ["--dataset", "ml-1m", "--model", "bert4rec", "--seed", "12345", "--recipe"]
+    rho = plan("mask_prob", ["ml-1m", "beauty"])
+    assert derived_flags(_run(rho, "ml-1m", 0.2), [*base, "cpu-30m", "--config", "masked_lm_prob=0.2"]) == [
+        "--config", "max_predictions_per_seq=20"]  # cpu-30m trains N 100 on ML-1m
+    assert derived_flags(_run(rho, "ml-1m", 0.2), [*base, "paper"]) == ["--config", "max_predictions_per_seq=40"]
+    assert derived_flags(_run(rho, "ml-1m", 0.3), [*base, "cpu-30m", "--max_len", "50"]) == [
+        "--config", "max_predictions_per_seq=15"]
+    beauty = [*base[:1], "beauty", *base[2:], "cpu-30m"]
+    assert derived_flags(_run(rho, "beauty", 0.1), beauty) == ["--config", "max_predictions_per_seq=5"]
+    residual = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-no-residual")
+    assert derived_flags(residual, [*base, "cpu-1h"]) == ["--learning_rate", "0.001"]  # the recipe's 3e-3
+    assert derived_flags(residual, [*base, "paper"]) == []  # 1e-4 is below the cap
+    assert derived_flags(residual, [*base, "cpu-1h", "--learning_rate", "0.0005"]) == []
+    default = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-default")
+    assert derived_flags(default, [*base, "cpu-1h"]) == []
+    with pytest.raises(ValueError, match="run ml-1m-ablation-no-residual: cannot resolve"):
+        derived_flags(residual, [*base, "cpu-1h", "--no_such_flag", "1"])
+
+
+def _run(runs, dataset, rho):
+    return next(run for run in runs if run.dataset == dataset and run.value == rho)
+
+
+def test_the_no_residual_command_trains_at_the_capped_rate_and_unresolvable_flags_are_one_line_errors(tmp_path):
+    args = ["ablation", "--datasets", "ml-1m", "--recipe", "cpu-1h", "--out", str(tmp_path / "out"), "--dry_run"]
+    result = reproduce(*args, "--only", "ablation-no-residual")
+    assert result.returncode == 0 and "--config use_residual=false --learning_rate 0.001" in result.stdout
+    result = reproduce(*args, "--extra", "--no_such_flag 1")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1 and len(errors) == 1 and "cannot resolve its train.py settings" in errors[0]
+    assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "out")
 
 
 def test_deadline_is_a_clock_time_or_a_duration():
