@@ -390,8 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         groups: list[list[int] | None] = core_groups(args.jobs, _usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
         reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
-        for run in runs:
-            _settings(run, args, sources)  # a run whose settings cannot be resolved fails here, not later
+        for run in reported:  # every run the report reads: one whose settings cannot be resolved fails here
+            _settings(run, args, sources)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

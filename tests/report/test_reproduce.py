@@ -402,10 +402,12 @@ def test_the_no_residual_command_trains_at_the_capped_rate_and_unresolvable_flag
     args = ["ablation", "--datasets", "ml-1m", "--recipe", "cpu-1h", "--out", str(tmp_path / "out"), "--dry_run"]
     result = reproduce(*args, "--only", "ablation-no-residual")
     assert result.returncode == 0 and "--config use_residual=false --learning_rate 0.001" in result.stdout
-    result = reproduce(*args, "--extra", "--no_such_flag 1")
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert result.returncode == 1 and len(errors) == 1 and "cannot resolve its train.py settings" in errors[0]
-    assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "out")
+    # Also when the runs asked for have nothing to derive: the report reads the no-residual run's settings.
+    for only in ("ablation-no-residual", "ablation-default"):
+        result = reproduce(*args, "--extra", "--no_such_flag 1", "--only", only)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+        assert result.returncode == 1 and len(errors) == 1 and "cannot resolve its train.py settings" in errors[0]
+        assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "out")
 
 
 def test_deadline_is_a_clock_time_or_a_duration():
