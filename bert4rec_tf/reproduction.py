@@ -151,9 +151,10 @@ def _slots(rho: float, max_len: int) -> int:
     return max(1, math.ceil(round(rho * max_len, 6)))
 
 
-def derived_flags(run: Run, settings: list[str]) -> list[str]:
+def derived_flags(run: Run, settings: list[str], extra: list[str] = ()) -> list[str]:
     """The train.py flags of `run` that depend on what its other `settings` (`run_settings`: the
-    recipe, the run's flags, --extra) resolve to: for `mask_prob`, the masked slots sized from the
+    recipe, the run's flags) and `extra` (--extra's flags; left out when `resolved_settings` cannot
+    read them, e.g. --debug) resolve to: for `mask_prob`, the masked slots sized from the
     resolved maximum length (N 100 under cpu-30m on ML-1m: 20 slots at rho 0.2, not the preset N 200's
     40); for `max_learning_rate`, that rate when the resolved rate is above it (the recipe's 3e-3 on
     a CPU; the paper's 1e-4 stays). They go before --extra, which still overrides them.
@@ -163,7 +164,7 @@ def derived_flags(run: Run, settings: list[str]) -> list[str]:
     """
     if run.mask_prob is None and run.max_learning_rate is None:
         return []
-    resolved = resolved_settings(settings)
+    resolved = resolved_settings([*settings, *extra]) or resolved_settings(settings)
     if resolved is None:
         raise ValueError(f"run {run.name}: cannot resolve its train.py settings {' '.join(settings)}")
     config, flags = resolved["config"], []
@@ -631,7 +632,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
                          f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
         if any(row["dataset"] == dataset and row["above_pop"] is False for row in rows):
-            lines += ["", "Not above POP: the run's best validation pop-100 NDCG@10 was below 1.1 times POP's on "
+            lines += ["", "Not above POP: the run's best validation pop-100 NDCG@10 was not above 1.1 times POP's on "
                       "the same users: it learned little beyond popularity (too short a run, or a collapse)."]
         compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
         if compared:

@@ -98,7 +98,7 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> lis
         command += ["--source_file", sources[run.dataset]]
     command += list(run.flags)
     extra = shlex.split(args.extra)
-    return command + derived_flags(run, run_settings(command[len(TRAIN):] + extra)) + extra
+    return command + derived_flags(run, run_settings(command[len(TRAIN):]), extra) + extra
 
 
 def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         groups: list[list[int] | None] = core_groups(args.jobs, _usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
         reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
-        for run in reported:  # every run the report reads: one whose settings cannot be resolved fails here
+        for run in reported:  # every run the report reads: a plan whose settings cannot be resolved fails here
             _settings(run, args, sources)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)

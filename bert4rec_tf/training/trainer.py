@@ -7,8 +7,9 @@ Model directory layout (see also `bert4rec_tf.training.run_folder`):
     validation.json             the validation curve
     model.keras                 the exported model
     export/                     the serving SavedModel and vocab.txt (escaped raw id <TAB> model id)
-    results.json                test metrics of the best checkpoint and POP's validation beside the
-                                best one's (`pop_warning`), written last: the run is complete
+    results.json                test metrics of the best checkpoint, POP's validation metrics and
+                                whether the best validation is above them (`pop_warning`), written
+                                last: the run is complete
 
 Every file is written under a temporary name and renamed into place, so it is complete or absent.
 """
@@ -342,7 +343,7 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
         pop.fit_statistics(train)
         pop_validation = validate(pop)
         warning = pop_warning(best_point, pop_validation)
-        if warning:
+        if warning and is_chief(distribution):
             print(warning, file=sys.stderr)
     write_results(run.directory, results, best_point, state["step"])
     temporary = run.path(f"tmp-{os.getpid()}-model.keras")
@@ -352,8 +353,9 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
                        "config": config.to_dict(), "data": run.data_record(),
-                       **({"pop_validation": pop_validation,
-                           "above_pop": pop_warning(best_point, pop_validation) is None} if pop_validation else {})})
+                       **({"pop_validation": pop_validation,  # above_pop None: no validation to compare
+                           "above_pop": None if best_point is None else pop_warning(best_point, pop_validation) is None}
+                          if pop_validation else {})})
     return results
 
 

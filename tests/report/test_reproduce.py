@@ -387,7 +387,11 @@ def test_derived_flags_follow_the_resolved_length_and_learning_rate():
     residual = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-no-residual")
     assert derived_flags(residual, [*base, "cpu-1h"]) == ["--learning_rate", "0.001"]  # the recipe's 3e-3
     assert derived_flags(residual, [*base, "paper"]) == []  # 1e-4 is below the cap
-    assert derived_flags(residual, [*base, "cpu-1h", "--learning_rate", "0.0005"]) == []
+    assert derived_flags(residual, [*base, "cpu-1h"], ["--learning_rate", "0.0005"]) == []  # --extra's rate
+    # --extra flags that cannot be read (train.py checks them) are left out; the plan's own are kept.
+    assert derived_flags(residual, [*base, "cpu-1h"], ["--debug"]) == ["--learning_rate", "0.001"]
+    assert derived_flags(_run(rho, "ml-1m", 0.2), [*base, "cpu-30m"], ["--max_len", "50", "--debug"]) == [
+        "--config", "max_predictions_per_seq=20"]
     default = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-default")
     assert derived_flags(default, [*base, "cpu-1h"]) == []
     with pytest.raises(ValueError, match="run ml-1m-ablation-no-residual: cannot resolve"):
@@ -398,16 +402,14 @@ def _run(runs, dataset, rho):
     return next(run for run in runs if run.dataset == dataset and run.value == rho)
 
 
-def test_the_no_residual_command_trains_at_the_capped_rate_and_unresolvable_flags_are_one_line_errors(tmp_path):
+def test_the_no_residual_command_trains_at_the_capped_rate_whatever_else_extra_says(tmp_path):
     args = ["ablation", "--datasets", "ml-1m", "--recipe", "cpu-1h", "--out", str(tmp_path / "out"), "--dry_run"]
     result = reproduce(*args, "--only", "ablation-no-residual")
     assert result.returncode == 0 and "--config use_residual=false --learning_rate 0.001" in result.stdout
-    # Also when the runs asked for have nothing to derive: the report reads the no-residual run's settings.
-    for only in ("ablation-no-residual", "ablation-default"):
-        result = reproduce(*args, "--extra", "--no_such_flag 1", "--only", only)
-        errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-        assert result.returncode == 1 and len(errors) == 1 and "cannot resolve its train.py settings" in errors[0]
-        assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "out")
+    # An --extra flag that resolved_settings cannot read is passed on to train.py, not an error here.
+    result = reproduce(*args, "--only", "ablation-default", "--extra=--debug")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "--recipe cpu-1h --debug" in result.stdout
 
 
 def test_deadline_is_a_clock_time_or_a_duration():

@@ -45,6 +45,17 @@ def test_a_model_that_does_not_train_is_reported_at_pops_level(tmp_path):
     assert f"{best:.4f}" in warnings[0] and f"{pop_ndcg:.4f}" in warnings[0] and best <= 1.1 * pop_ndcg
 
 
+def test_a_record_keeps_the_pop_check_of_its_run(tmp_path):
+    from bert4rec_tf.reproduction import make_record
+    run = plan("ablation", ["ml-1m"])[0]
+    results = {"test": {"pop": {"HR@10": 0.5}}, "steps": 10, "above_pop": False, "pop_validation": POP}
+    (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    record = make_record(str(tmp_path), run, "ablation", [], {})
+    assert record["above_pop"] is False and record["pop_validation"] == POP
+    (tmp_path / "results.json").write_text(json.dumps({**results, "above_pop": None}), encoding="utf-8")
+    assert make_record(str(tmp_path), run, "ablation", [], {})["above_pop"] is None  # never validated
+
+
 def test_the_report_marks_a_run_not_above_pop(tmp_path):
     runs = plan("ablation", ["ml-1m"])[:2]
     records = [{"run": run.name, "dataset": "ml-1m", "setting": run.setting, "model": run.model, "value": None,
