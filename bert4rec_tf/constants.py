@@ -23,6 +23,13 @@ WARMUP_STEPS = 100
 # Evaluation: the original seeded numpy with this before sampling negatives.
 EVAL_SEED = 12345
 NUM_EVAL_NEGATIVES = 100
+# How the three evaluation protocols are named to a reader (100 negatives sampled by popularity or
+# uniformly, or every item ranked).
+PROTOCOL_LABELS = {"pop": "pop-100", "uniform": "uniform-100", "full": "full-ranking"}
+# A trained model whose best validation is not this many times POP's has learned little beyond
+# popularity: too short a run, or a collapse (the network without residual paths at 3e-3 gave every
+# user the same output and POP's ranking), whose metrics would otherwise pass for a result.
+POP_MARGIN = 1.1
 
 
 def mask_id(num_items: int) -> int:

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from bert4rec_tf.constants import PROTOCOL_LABELS
 from bert4rec_tf.reproduction import PAPER_BEST_MASK_PROB, SWEEPS, paper_sweep_points
 
 
@@ -44,13 +45,12 @@ def _legend(axis, lines: int) -> None:
         axis.legend(fontsize=8)
 
 
-METRIC_LABELS = {"pop": "pop-100", "uniform": "uniform-100", "full": "full-ranking"}
 
 
 def metric_label(metric: str) -> str:
     """"pop/NDCG@10" -> "pop-100 NDCG@10": the protocol's name as the report's tables give it."""
     protocol, name = metric.split("/", 1)
-    return f"{METRIC_LABELS.get(protocol, protocol)} {name}"
+    return f"{PROTOCOL_LABELS.get(protocol, protocol)} {name}"
 
 
 def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("pop/NDCG@10", "full/NDCG@10"),

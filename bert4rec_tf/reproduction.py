@@ -20,6 +20,7 @@ import posixpath
 import re
 
 from bert4rec_tf.config import PRESETS, preset
+from bert4rec_tf.constants import POP_MARGIN
 from bert4rec_tf.files import read_json, write_text_atomic
 
 # Published numbers (../shared/SPEC.md). Keys: (dataset, setting) -> (protocol, {metric: value}, source).
@@ -632,8 +633,9 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
                          f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
         if any(row["dataset"] == dataset and row["above_pop"] is False for row in rows):
-            lines += ["", "Not above POP: the run's best validation pop-100 NDCG@10 was not above 1.1 times POP's on "
-                      "the same users: it learned little beyond popularity (too short a run, or a collapse)."]
+            lines += ["", f"Not above POP: the run's best validation pop-100 NDCG@10 was not above {POP_MARGIN:g} "
+                      "times POP's on the same users: it learned little beyond popularity (too short a run, or a "
+                      "collapse)."]
         compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
         if compared:
             lines += ["", "Beside the published numbers (the protocol each paper used):", "",

@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.config import ExperimentConfig
+from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS
 from bert4rec_tf.data.instances import make_windows
 from bert4rec_tf.data.negatives import NegativeSampler
 from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_histories, length_grouped,
@@ -46,10 +47,6 @@ from bert4rec_tf.training.run_folder import RunFolder
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
 
 ATTENTION_USERS = 512
-# A trained model whose best validation is not this many times POP's has learned little beyond
-# popularity: too short a run, or a collapse (the network without residual paths at 3e-3 gave every
-# user the same output and POP's ranking), whose metrics would otherwise pass for a result.
-POP_MARGIN = 1.1
 
 
 def pop_warning(best: dict | None, pop: dict[str, dict[str, float]]) -> str | None:
@@ -62,7 +59,7 @@ def pop_warning(best: dict | None, pop: dict[str, dict[str, float]]) -> str | No
     mine, theirs = best[f"{protocol}/{metric}"], pop[protocol][metric]
     if mine > POP_MARGIN * theirs:
         return None
-    label = {"pop": "pop-100", "uniform": "uniform-100"}.get(protocol, protocol)
+    label = PROTOCOL_LABELS.get(protocol, protocol)
     return (f"warning: the best validation {label} {metric}, {mine:.4f} at step {best['step']:,}, is not "
             f"{POP_MARGIN:g} times POP's {theirs:.4f} on the same users: the model has learned little beyond "
             "popularity (too short a run, or a collapse; docs/training.md)")
@@ -337,7 +334,7 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
         load_checkpoint(model, best)
     results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
-    pop_validation = None
+    pop_check = {}
     if trainable and validate is not None:
         pop = build_model(dataclasses.replace(config.model, name="pop"))
         pop.fit_statistics(train)
@@ -345,6 +342,8 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
         warning = pop_warning(best_point, pop_validation)
         if warning and is_chief(distribution):
             print(warning, file=sys.stderr)
+        # above_pop None: no validation to compare
+        pop_check = {"pop_validation": pop_validation, "above_pop": None if best_point is None else warning is None}
     write_results(run.directory, results, best_point, state["step"])
     temporary = run.path(f"tmp-{os.getpid()}-model.keras")
     model.save(temporary)
@@ -352,10 +351,7 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
     replace_folder(run.path("export"), lambda target: export_saved_model(model, sequences.item_ids, target))
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
-                       "config": config.to_dict(), "data": run.data_record(),
-                       **({"pop_validation": pop_validation,  # above_pop None: no validation to compare
-                           "above_pop": None if best_point is None else pop_warning(best_point, pop_validation) is None}
-                          if pop_validation else {})})
+                       "config": config.to_dict(), "data": run.data_record(), **pop_check})
     return results
 
 
