@@ -25,7 +25,9 @@ EVAL_SEED = 12345
 NUM_EVAL_NEGATIVES = 100
 # How the three evaluation protocols are named to a reader (100 negatives sampled by popularity or
 # uniformly, or every item ranked).
-PROTOCOL_LABELS = {"pop": "pop-100", "uniform": "uniform-100", "full": "full-ranking"}
+PROTOCOL_LABELS = {"pop": "pop-100", "uniform": "uniform-100", "full": "full ranking"}
+# The validation metric that picks a run's best checkpoint: the paper's protocol and ranking metric.
+SELECTION_METRIC = ("pop", "NDCG@10")
 # A trained model whose best validation is not this many times POP's has learned little beyond
 # popularity: too short a run, or a collapse (the network without residual paths at 3e-3 gave every
 # user the same output and POP's ranking), whose metrics would otherwise pass for a result.
@@ -40,3 +42,10 @@ def mask_id(num_items: int) -> int:
 def vocab_size(num_items: int) -> int:
     """Embedding rows: padding 0, items 1..num_items and [MASK]."""
     return num_items + 2
+
+
+def metric_label(metric: str) -> str:
+    """"pop/NDCG@10" (or ("pop", "NDCG@10")) -> "pop-100 NDCG@10": a metric as tables, figures and
+    warnings name it."""
+    protocol, name = metric.split("/", 1) if isinstance(metric, str) else metric
+    return f"{PROTOCOL_LABELS.get(protocol, protocol)} {name}"

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from bert4rec_tf.constants import PROTOCOL_LABELS
+from bert4rec_tf.constants import metric_label
 from bert4rec_tf.reproduction import PAPER_BEST_MASK_PROB, SWEEPS, paper_sweep_points
 
 
@@ -45,12 +45,6 @@ def _legend(axis, lines: int) -> None:
         axis.legend(fontsize=8)
 
 
-
-
-def metric_label(metric: str) -> str:
-    """"pop/NDCG@10" -> "pop-100 NDCG@10": the protocol's name as the report's tables give it."""
-    protocol, name = metric.split("/", 1)
-    return f"{PROTOCOL_LABELS.get(protocol, protocol)} {name}"
 
 
 def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("pop/NDCG@10", "full/NDCG@10"),
@@ -137,7 +131,7 @@ def runs_figure(curves: dict[str, list[dict]], metrics: list[str], path: str, x:
                          "samples": "training sequences seen (step x batch size)"}[x])
         if x == "samples":  # 6-digit tick labels run into each other: 250000 -> 250k
             axis.xaxis.set_major_formatter(lambda value, _: _short_number(value))
-        axis.set_ylabel(f"validation {metric.replace('pop/', 'pop-100 ').replace('full/', 'full ranking ')}")
+        axis.set_ylabel(f"validation {metric_label(metric)}")
         axis.grid(alpha=0.3)
         _legend(axis, len(curves))
     if title:

@@ -20,7 +20,7 @@ import posixpath
 import re
 
 from bert4rec_tf.config import PRESETS, preset
-from bert4rec_tf.constants import POP_MARGIN
+from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS, SELECTION_METRIC, metric_label
 from bert4rec_tf.files import read_json, write_text_atomic
 
 # Published numbers (../shared/SPEC.md). Keys: (dataset, setting) -> (protocol, {metric: value}, source).
@@ -505,7 +505,7 @@ def sweep_summary(rows: list[dict], experiment: str, dataset: str) -> list[str]:
     users = tested_users(dataset)
     level = sorted(value for value, ndcg in points.items()
                    if value != best and points[best] - ndcg < noise_margin(points[best], ndcg, users))
-    text = f"Our best {label} by test pop-100 NDCG@10: {best:g} ({points[best]:.4f})"
+    text = f"Our best {label} by test {metric_label(SELECTION_METRIC)}: {best:g} ({points[best]:.4f})"
     text += (f"; within two standard errors of it: {', '.join(f'{v:g}' for v in level)}." if level
              else "; every other value is more than two standard errors below it." if users
              else ".")
@@ -529,10 +529,6 @@ def _cell(value) -> str:
     if isinstance(value, float):
         return f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}"
     return str(value)
-
-
-def _protocol_label(protocol: str) -> str:
-    return "full ranking" if protocol == "full" else f"{protocol}-100"
 
 
 def rebase_links(text: str, subfolder: str) -> str:
@@ -633,9 +629,9 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
                          f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
         if any(row["dataset"] == dataset and row["above_pop"] is False for row in rows):
-            lines += ["", f"Not above POP: the run's best validation pop-100 NDCG@10 was not above {POP_MARGIN:g} "
-                      "times POP's on the same users: it learned little beyond popularity (too short a run, or a "
-                      "collapse)."]
+            lines += ["", f"Not above POP: the run's best validation {metric_label(SELECTION_METRIC)} was not above "
+                      f"{POP_MARGIN:g} times POP's on the same users: it learned little beyond popularity (too short "
+                      "a run, or a collapse)."]
         compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
         if compared:
             lines += ["", "Beside the published numbers (the protocol each paper used):", "",
@@ -643,7 +639,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                       "|---|---|---|---|---|---|---|"]
             for row in compared:
                 difference = "" if row["relative_difference"] is None else f"{row['relative_difference']:+.1%}"
-                protocol = _protocol_label(row["published_protocol"])
+                protocol = PROTOCOL_LABELS[row["published_protocol"]]
                 lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
                              f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
         summary = sweep_summary(rows, experiment, dataset) if experiment in SWEEPS else []
@@ -657,7 +653,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             lines += ["", f"Where the published order of two runs holds (each pair as one paper ranked it{noise}):", "",
                       "| runs | protocol | metric | published | ours | order | 2 SE |", "|---|---|---|---|---|---|---|"]
             for pair in pairs:
-                protocol = _protocol_label(pair["protocol"])
+                protocol = PROTOCOL_LABELS[pair["protocol"]]
                 order = {True: "holds", False: "reversed", None: "tie"}[pair["holds"]]
                 lines.append(f"| {pair['first']} vs {pair['second']} | {protocol} | {pair['metric']} | "
                              f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     header = " ".join(f"{m:>13}" for m in metrics)
     # The test metrics are those of the checkpoint the run itself kept (chosen during training by
-    # training/callbacks.SELECTION_METRIC): its step can differ from the best point of --metrics.
+    # constants.SELECTION_METRIC): its step can differ from the best point of --metrics.
     print(f"{'run':<{width}} {'best step':>9} {header}  |  test at the checkpoint the run kept: {'step':>6} {header}")
     for label, _, points, results in runs:
         scored = [p for p in points if p.get(key) is not None]

@@ -12,13 +12,13 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.evaluator import format_table
 from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.report_figures import attention_head_pixels
 from bert4rec_tf.training.run_folder import RunFolder
 
-SELECTION_METRIC = ("pop", "NDCG@10")
 ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
 
 

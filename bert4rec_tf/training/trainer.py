@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.config import ExperimentConfig
-from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS
+from bert4rec_tf.constants import POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.instances import make_windows
 from bert4rec_tf.data.negatives import NegativeSampler
 from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_histories, length_grouped,
@@ -40,7 +40,7 @@ from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.models import SequentialRecommender, build_model
-from bert4rec_tf.training.callbacks import (SELECTION_METRIC, CheckpointAndValidate, PaceMeter, StopOnDivergence,
+from bert4rec_tf.training.callbacks import (CheckpointAndValidate, PaceMeter, StopOnDivergence,
                                            TrainSummaries, seed_generators)
 from bert4rec_tf.training.optimization import WarmupLinearDecay, make_optimizer
 from bert4rec_tf.training.run_folder import RunFolder
@@ -59,9 +59,8 @@ def pop_warning(best: dict | None, pop: dict[str, dict[str, float]]) -> str | No
     mine, theirs = best[f"{protocol}/{metric}"], pop[protocol][metric]
     if mine > POP_MARGIN * theirs:
         return None
-    label = PROTOCOL_LABELS.get(protocol, protocol)
-    return (f"warning: the best validation {label} {metric}, {mine:.4f} at step {best['step']:,}, is not "
-            f"{POP_MARGIN:g} times POP's {theirs:.4f} on the same users: the model has learned little beyond "
+    return (f"warning: the best validation {metric_label(SELECTION_METRIC)}, {mine:.4f} at step {best['step']:,}, "
+            f"is not {POP_MARGIN:g} times POP's {theirs:.4f} on the same users: the model has learned little beyond "
             "popularity (too short a run, or a collapse; docs/training.md)")
 
 

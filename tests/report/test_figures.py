@@ -7,6 +7,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from bert4rec_tf import report_figures  # noqa: E402
+from bert4rec_tf.constants import metric_label  # noqa: E402
 
 
 def _record(dataset, setting, curve, test=None):
@@ -19,9 +20,10 @@ def _curve(scale):
 
 
 def test_metric_labels_name_the_protocols_as_the_tables_do():
-    assert report_figures.metric_label("pop/NDCG@10") == "pop-100 NDCG@10"
-    assert report_figures.metric_label("full/Recall@10") == "full-ranking Recall@10"
-    assert report_figures.metric_label("uniform/MRR") == "uniform-100 MRR"
+    assert metric_label("pop/NDCG@10") == "pop-100 NDCG@10"
+    assert metric_label(("pop", "NDCG@10")) == "pop-100 NDCG@10"
+    assert metric_label("full/Recall@10") == "full ranking Recall@10"
+    assert metric_label("uniform/MRR") == "uniform-100 MRR"
 
 
 def test_curves_figure_draws_a_panel_per_protocol_and_a_row_per_data_set(tmp_path):
