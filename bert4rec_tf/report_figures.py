@@ -164,7 +164,8 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
         values = sorted(points)
         paper = paper_sweep_points(dataset, experiment)
         for metric, color in (("pop/HR@10", "tab:blue"), ("pop/NDCG@10", "tab:orange")):
-            axis.plot(values, [points[v][metric] for v in values], marker="o", color=color, label=f"test {metric}")
+            axis.plot(values, [points[v][metric] for v in values], marker="o", color=color,
+                      label=f"test {metric_label(metric)}")
             name = metric.split("/")[1]
             if paper:
                 axis.plot(sorted(paper), [paper[v][name] for v in sorted(paper)], marker="x", linestyle=":",

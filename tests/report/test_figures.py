@@ -131,4 +131,4 @@ def test_the_sweep_figures_draw_the_papers_shape_beside_ours(monkeypatch, tmp_pa
 
     lines.clear(), drawn.clear()
     report_figures.sweep_figure(_sweep_rows("beauty", [32, 64]), "hidden_size", str(tmp_path / "hidden_size.png"))
-    assert lines == [] and [label for label, *_ in drawn] == ["test pop/HR@10", "test pop/NDCG@10"]
+    assert lines == [] and [label for label, *_ in drawn] == ["test pop-100 HR@10", "test pop-100 NDCG@10"]
