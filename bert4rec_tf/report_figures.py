@@ -45,8 +45,6 @@ def _legend(axis, lines: int) -> None:
         axis.legend(fontsize=8)
 
 
-
-
 def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("pop/NDCG@10", "full/NDCG@10"),
                   order: list[str] | None = None, x: str = "minutes") -> str | None:
     """Validation quality against training time (minutes; `x="step"`: against training steps, the

@@ -491,13 +491,14 @@ def paper_best_value(dataset: str, experiment: str) -> float | None:
 
 
 def sweep_summary(rows: list[dict], experiment: str, dataset: str) -> list[str]:
-    """A sweep's shape on `dataset` in words, beside the paper's: our best value by test pop-100
-    NDCG@10, the values within two standard errors of it (`noise_margin`), and whether the paper's
-    best value is among them. Empty with fewer than two finished values."""
+    """A sweep's shape on `dataset` in words, beside the paper's: our best value by the test
+    `SELECTION_METRIC`, the values within two standard errors of it (`noise_margin`), and whether the
+    paper's best value is among them. Empty with fewer than two finished values."""
+    key = "/".join(SELECTION_METRIC)
     points = {}
     for row in rows:
-        if row["dataset"] == dataset and row["value"] is not None and row.get("pop/NDCG@10") is not None:
-            points[row["value"]] = row["pop/NDCG@10"]
+        if row["dataset"] == dataset and row["value"] is not None and row.get(key) is not None:
+            points[row["value"]] = row[key]
     if len(points) < 2:
         return []
     label = SWEEPS[experiment].split()[-1]  # rho, N, d
