@@ -314,10 +314,6 @@ def test_a_run_with_the_settings_of_another_experiments_record_is_that_record(tm
     from bert4rec_tf.reproduction import read_record, record_path, write_report, RECORD_VERSION
     settings = ["--dataset", "ml-1m", "--model", "bert4rec", "--recipe", "cpu-1h"]
     table2 = next(run for run in plan("table2", ["ml-1m"]) if run.setting == "bert4rec")
-    widths = {run.value: run for run in plan("hidden_size", ["ml-1m"])}
-    assert derived_flags(widths[256], [*base, "cpu-30m"]) == ["--learning_rate", "0.001"]
-    assert derived_flags(widths[128], [*base, "cpu-30m"]) == []  # learns at the recipe's 3e-3
-    assert derived_flags(widths[256], [*base, "paper"]) == []
     default = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-default")
     record = {**_record("ml-1m", "bert4rec", {"pop": {"HR@10": 0.69}}), "version": RECORD_VERSION,
               "experiment": "table2", "settings": settings, "commit": "abc1234", "date": "2026-11-25",
@@ -396,6 +392,10 @@ def test_derived_flags_follow_the_resolved_length_and_learning_rate():
     assert derived_flags(residual, [*base, "cpu-1h"], ["--debug"]) == ["--learning_rate", "0.001"]
     assert derived_flags(_run(rho, "ml-1m", 0.2), [*base, "cpu-30m"], ["--max_len", "50", "--debug"]) == [
         "--config", "max_predictions_per_seq=20"]
+    widths = {run.value: run for run in plan("hidden_size", ["ml-1m"])}
+    assert derived_flags(widths[256], [*base, "cpu-30m"]) == ["--learning_rate", "0.001"]
+    assert derived_flags(widths[128], [*base, "cpu-30m"]) == []  # learns at the recipe's 3e-3
+    assert derived_flags(widths[256], [*base, "paper"]) == []
     default = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-default")
     assert derived_flags(default, [*base, "cpu-1h"]) == []
     with pytest.raises(ValueError, match="run ml-1m-ablation-no-residual: cannot resolve"):
