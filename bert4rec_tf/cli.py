@@ -16,7 +16,8 @@ from typing import Callable
 
 from absl import app, flags
 
-from bert4rec_tf.config import MODEL_PRESETS, RECIPES, ExperimentConfig, preset, recipe_overrides
+from bert4rec_tf.config import RECIPES, ExperimentConfig
+from bert4rec_tf.tasks import preset, preset_names, recipe_overrides, validate
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
@@ -27,7 +28,7 @@ flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead o
 def define_data_flags() -> None:
     """The flags every data-reading command shares: data set, cache, source file, seed, overrides."""
     flags.DEFINE_string("dataset", None, f"Data set: {', '.join(DATASETS)}.")
-    flags.DEFINE_string("model", "bert4rec", f"Model preset: {', '.join(MODEL_PRESETS)}.")
+    flags.DEFINE_string("model", "bert4rec", f"Model preset: {', '.join(preset_names())}.")
     flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
                         "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
     flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
@@ -112,7 +113,7 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
         config.override("data.seed", seed)
     if encoding is not None:
         config.override("data.encoding", encoding)
-    config.validate()
+    validate(config)
     config.data.encoding = codecs.lookup(config.data.encoding).name
     return config
 

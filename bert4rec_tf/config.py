@@ -15,11 +15,6 @@ from typing import Any
 from bert4rec_tf import constants
 
 
-# The model classes of `bert4rec_tf.models.registry.MODELS`, and those trained on masked instances.
-MODEL_NAMES = ("bert4rec", "sasrec", "bert4rec_match", "pop")
-MASKED_MODELS = ("bert4rec", "bert4rec_match")
-
-
 @dataclasses.dataclass
 class DataConfig:
     """How sequences become training instances and evaluation inputs.
@@ -73,7 +68,7 @@ class ModelConfig:
     """BERT4Rec encoder and head; the `use_*` switches are the paper's ablations.
 
     Attributes:
-        name: the model, a name of `bert4rec_tf.models.registry.MODELS`.
+        name: the model family, a Task registered in `bert4rec_tf.tasks`.
         vocab_size: embedding rows (padding, items, [MASK]); set from the prepared data.
         max_len: positions of the learned position embedding.
         hidden_size: d.
@@ -157,7 +152,8 @@ class ExperimentConfig:
         return config
 
     def validate(self) -> None:
-        """Checks every field's range before any work starts.
+        """Checks every field's range before any work starts; what a model family constrains
+        further, its Task checks (`bert4rec_tf.tasks.validate` runs both).
 
         Raises:
             ValueError: one line naming the flag (or `--config section.key`) and the value.
@@ -175,8 +171,6 @@ class ExperimentConfig:
         _require(_is_encoding(data.encoding), "encoding", data.encoding,
                  "a text encoding Python knows, e.g. utf-8, latin-1 or cp1252")
         _require(0.0 <= data.match_only_prob <= 1.0, "match_only_prob", data.match_only_prob, "in [0, 1]")
-        _require(data.matching == (model.name == "bert4rec_match"), "matching", data.matching,
-                 "true for bert4rec_match and false for the other models")
         if data.prop_sliding_window != -1:
             _require(0.0 < data.prop_sliding_window <= 1.0, "prop_sliding_window", data.prop_sliding_window,
                      "in (0, 1] or -1")
@@ -187,13 +181,7 @@ class ExperimentConfig:
                     f"(prop_sliding_window {data.prop_sliding_window} x {data.max_len} = {step} items): use "
                     f"--max_len {math.ceil(1 / data.prop_sliding_window)} or more, or set "
                     "--config prop_sliding_window")
-        _require(model.name in MODEL_NAMES, "name", model.name, f"one of {', '.join(MODEL_NAMES)}")
-        _require(model.loss == "ce" or (model.name == "sasrec" and model.loss == "bce"), "loss", model.loss,
-                 "'bce' or 'ce' for sasrec and 'ce' for the other models")
         _require(model.match_negatives >= 1, "match_negatives", model.match_negatives, "at least 1")
-        if model.name in MASKED_MODELS and not (data.static_instances or train.dynamic_masking):
-            raise ValueError(f"{model.name} trains on masked instances: set --config train.dynamic_masking=true "
-                             "or --config data.static_instances=true")
         _require(model.hidden_size >= 1, "hidden_size", model.hidden_size, "at least 1")
         _require(model.num_layers >= 1, "num_layers", model.num_layers, "at least 1")
         _require(model.num_heads >= 1 and model.hidden_size % model.num_heads == 0, "num_heads", model.num_heads,
@@ -320,27 +308,6 @@ PRESETS: dict[str, tuple] = {
 }
 
 
-# Per model: overrides of the data set's preset, first "*" (every data set), then the data set's own.
-# "bert4rec_1mask" is the paper's ablation: one masked item per instance. SASRec (Kang & McAuley):
-# d 50, one head, two blocks, FFN d x d, L 200 on ML-1m and 50 elsewhere, dropout 0.2 on ML-1m and
-# 0.5 elsewhere, lr 1e-3, batch 128, no weight decay. The matching model (Zhang & Li): d 32, lr 1e-4,
-# batch 128. SASRec and POP read no masked instances, so no static TFRecords are written for them.
-MODEL_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "bert4rec": {},
-    "bert4rec_1mask": {"*": {"max_predictions_per_seq": 1}},
-    "sasrec": {
-        "*": {"model.name": "sasrec", "max_len": 50, "hidden_size": 50, "num_heads": 1, "intermediate_size": 50,
-              "num_layers": 2, "hidden_dropout": 0.5, "attention_dropout": 0.5, "learning_rate": 1e-3,
-              "batch_size": 128, "weight_decay": 0.0, "loss": "bce", "static_instances": False,
-              "prop_sliding_window": 0.5},
-        "ml-1m": {"max_len": 200, "hidden_dropout": 0.2, "attention_dropout": 0.2},
-    },
-    "bert4rec_match": {"*": {"model.name": "bert4rec_match", "hidden_size": 32, "intermediate_size": 128,
-                             "learning_rate": 1e-4, "batch_size": 128, "matching": True, "mask_runs": True}},
-    "pop": {"*": {"model.name": "pop", "static_instances": False}},
-}
-
-
 # Short-budget recipes: what to change in a preset (made for 400k GPU steps) to get the best model
 # out of a fixed time on a CPU. Every recipe trains with a time budget (the learning rate decays to 0
 # at the deadline), fresh masks each epoch (dynamic masking: no TFRecords are written) and the
@@ -372,50 +339,17 @@ RECIPES: dict[str, dict[str, dict[str, Any]]] = {
     "cpu-2h": _cpu_recipe(7200.0),
 }
 
-# Per model, what every `cpu-*` recipe changes on top of the data set's settings, by data set. The
-# matching model on short sequences: rate 5e-3. On a planted-order custom data set (3,000 users, 1,000
-# items), 1,000 steps of cpu-30m gave full HR@10 0.289 at 3e-3, 0.472 at 5e-3 (data seed 1: 0.324 and
-# 0.486), 0.324 with a 200-step warm-up, 0.245 without matching-only instances (the only-mask network:
-# 0.358, POP 0.124). SASRec keeps the shared settings: on Beauty, 15-minute trials on one core gave
-# test pop-100 HR@10 0.2645 (ce) and 0.1889 (bce) at 3e-3 against 0.2094 and 0.1671 at its paper's
-# 1e-3 (docs/experiments.md).
-# BERT4Rec (1 mask) is its one masked slot per instance: the recipe's 20 slots on ML-1m must not
-# replace it (before 2026-11-25 they did, and the model trained as BERT4Rec there).
-CPU_MODEL_RECIPES: dict[str, dict[str, dict[str, Any]]] = {
-    "bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS},
-    "bert4rec_match": {name: {"learning_rate": 5e-3} for name in SHORT_SEQUENCE_DATASETS},
-}
-
-
-def recipe_overrides(name: str, dataset: str, model: str = "bert4rec") -> dict[str, Any]:
-    """The settings recipe `name` gives `model` on `dataset`: its "*" entries, then the data set's own,
-    then the model's for that data set (`cpu-*` recipes only).
+def dataset_preset(dataset: str) -> ExperimentConfig:
+    """The original settings on `dataset` (`PRESETS`) as an `ExperimentConfig`; a model's preset
+    (`bert4rec_tf.tasks.preset`) changes them further.
 
     Raises:
-        ValueError: for an unknown recipe, listing the known ones.
-    """
-    if name not in RECIPES:
-        raise ValueError(f"unknown --recipe {name!r}; known: {', '.join(RECIPES)}")
-    for_model = CPU_MODEL_RECIPES.get(model, {}).get(dataset, {}) if name.startswith("cpu-") else {}
-    return {**RECIPES[name].get("*", {}), **RECIPES[name].get(dataset, {}), **for_model}
-
-
-def preset(dataset: str, model: str = "bert4rec") -> ExperimentConfig:
-    """The original settings of `model` on `dataset` as an `ExperimentConfig`.
-
-    Raises:
-        ValueError: for a data set not in `PRESETS` or a model not in `MODEL_PRESETS`, listing the
-            known names.
+        ValueError: for a data set not in `PRESETS`, listing the known names.
     """
     if dataset not in PRESETS:
         raise ValueError(f"unknown dataset {dataset!r}; known: {', '.join(sorted(PRESETS))}")
-    if model not in MODEL_PRESETS:
-        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODEL_PRESETS)}")
     config = ExperimentConfig()
     config.data.dataset = dataset
     for column, value in zip(_PRESET_COLUMNS, PRESETS[dataset]):
         config.override(column, value)
-    for scope in ("*", dataset):
-        for key, value in MODEL_PRESETS[model].get(scope, {}).items():
-            config.override(key, value)
     return config

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-from typing import Any
+import secrets
+import shutil
+from typing import Any, Iterator
+
+TEMPORARY_PREFIX = ".tmp-"
 
 
 def _finite_or_null(value: Any) -> Any:
@@ -30,11 +35,53 @@ def write_json_atomic(path: str | os.PathLike, value: Any) -> None:
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Writes `text` (UTF-8) under a temporary name, then renames it into place."""
-    path = os.fspath(path)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as handle:
+    with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
         handle.write(text)
-    os.replace(temporary, path)
+
+
+def temporary_name(path: str | os.PathLike) -> str:
+    """A fresh name beside `path` for writing it: ``<folder>/.tmp-<pid>-<random>-<name>``.
+
+    Unique per process and call; it keeps the name's ending, so writers that check the extension
+    (``.keras``, ``.weights.h5``, ``.png``) accept it, and `TEMPORARY_PREFIX` marks it as a leftover.
+    """
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    return os.path.join(folder, f"{TEMPORARY_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{name}")
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """Yields a temporary name for `path` (`temporary_name`); when the block ends normally it takes
+    `path`'s place, so `path` is complete or absent (or still the old one).
+
+    The temporary may be a file or a folder. An old folder at `path` is kept whole until the new one
+    is complete, then removed. When the block raises, the temporary is removed and `path` is untouched.
+
+    Example:
+        with atomic_path("runs/x/model.keras") as temporary:
+            model.save(temporary)
+    """
+    path = os.fspath(path)
+    temporary = temporary_name(path)
+    try:
+        yield temporary
+    except BaseException:
+        _remove(temporary)
+        raise
+    if os.path.isdir(temporary) and os.path.isdir(path):
+        old = temporary_name(path)
+        os.replace(path, old)
+        os.replace(temporary, path)
+        _remove(old)
+    else:
+        os.replace(temporary, path)
 
 
 def read_json(path: str | os.PathLike, what: str = "file") -> Any:

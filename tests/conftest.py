@@ -16,7 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the others are slow checks now), longest first. They start first, so the test workers (pytest-xdist
 # keeps a file on one worker, in collection order with --no-loadscope-reorder) finish together instead
 # of one training alone at the end.
-LONGEST_FIRST = ("models/test_learning.py", "models/test_learning_next_item.py", "models/test_bert4rec.py",
+LONGEST_FIRST = ("tasks/test_tasks.py", "tasks/test_tasks_other_half.py", "models/test_bert4rec.py",
                  "models/test_relatives.py", "training/test_trainer.py", "export/test_every_model.py",
                  "export/test_saved_model.py", "models/test_padding.py")
 

@@ -31,8 +31,7 @@ def test_ops_are_put_in_the_model_part_their_name_says(name, category):
 
 @pytest.mark.slow
 def test_a_profiled_training_step_spends_time_in_the_transformer_and_the_head():
-    from tests.models.test_relatives import config, training_batch
-    from bert4rec_tf.models import build_model
+    from tests.models.test_relatives import build_model, config, training_batch
 
     model = build_model(config("bert4rec"))
     model.compile(optimizer=keras.optimizers.AdamW(1e-3))

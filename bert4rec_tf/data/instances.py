@@ -21,8 +21,9 @@ from bert4rec_tf.config import DataConfig
 from bert4rec_tf.constants import mask_id
 from bert4rec_tf.data import masking
 from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.seeds import Stream, instance_seed
+from bert4rec_tf.files import atomic_path
 
-_STATIC_STREAM = 0
 
 
 def window_starts(length: int, max_len: int, prop_sliding_window: float) -> list[int]:
@@ -122,7 +123,7 @@ def static_instances(windows: Windows, config: DataConfig, num_items: int,
 
     def make(instance):
         window, copy = instance // copies, instance % copies
-        seed = masking.instance_seed(config.seed, _STATIC_STREAM, window, copy)
+        seed = instance_seed(config.seed, Stream.STATIC_INSTANCES, window, copy)
         return mask(window, seed, tf.equal(copy, copies - 1))
 
     return (tf.data.Dataset.from_tensor_slices(tf.constant(instance_ids, tf.int64))
@@ -145,21 +146,19 @@ def write_static_instances(windows: Windows, config: DataConfig, num_items: int,
     if len(windows) == 0:
         raise DataError("no training windows: every training sequence is empty")
     total = len(windows) * (config.dupe_factor + 1)
-    order = np.random.default_rng([config.seed, _STATIC_STREAM]).permutation(total)
+    order = np.random.default_rng([config.seed, int(Stream.STATIC_INSTANCES)]).permutation(total)
     shards = np.array_split(order, config.num_shards)
     bar = tqdm(total=total, desc="writing instances", unit=" instances", disable=not progress, mininterval=1.0)
 
     def write(shard: int) -> tuple[str, int]:
         name = shard_name(shard, config.num_shards)
         final = os.path.join(directory, name)
-        temporary = f"{final}.tmp-{os.getpid()}"
         dataset = static_instances(windows, config, num_items, shards[shard]).batch(512)
-        with tf.io.TFRecordWriter(temporary) as writer:
+        with atomic_path(final) as temporary, tf.io.TFRecordWriter(temporary) as writer:
             for batch in dataset.as_numpy_iterator():
                 for row in range(len(batch["info"])):
                     writer.write(_serialize(batch, row))
                 bar.update(len(batch["info"]))
-        os.replace(temporary, final)
         return name, len(shards[shard])
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:

@@ -52,14 +52,6 @@ def instance_kind(seed: tf.Tensor, mask_last: tf.Tensor, matching: bool, match_o
     return tf.where(tf.logical_and(tf.logical_not(mask_last), draw < match_only_prob), MATCH_ONLY, kind)
 
 
-def instance_seed(base_seed: int, stream: int, *keys: tf.Tensor) -> tf.Tensor:
-    """A stateless seed [2] for one instance: `base_seed` folded with a stream id and `keys`."""
-    seed = tf.constant([base_seed, stream], dtype=tf.int64)
-    for key in keys:
-        seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(key, tf.int64))
-    return seed
-
-
 def mask_window(
     tokens: tf.Tensor,
     length: tf.Tensor,

@@ -16,12 +16,9 @@ from bert4rec_tf.data.candidates import sample_negatives
 from bert4rec_tf.data.instances import Windows, window_masker
 from bert4rec_tf.data.negatives import NegativeSampler
 from bert4rec_tf.data.preprocess import UserSequences
+from bert4rec_tf.data.seeds import Stream, instance_seed
 from bert4rec_tf.data.split import history_and_target
 
-_DYNAMIC_STREAM = 1
-_NEXT_ITEM_STREAM = 2
-_MATCH_STREAM = 3
-_LENGTH_GROUP_STREAM = 4
 
 
 def static_training_dataset(files: list[str], config: DataConfig, batch_size: int | None = None,
@@ -87,9 +84,9 @@ def dynamic_training_dataset(windows: Windows, config: DataConfig, num_items: in
 
     def make(number):
         epoch, slot = number // count, number % count
-        epoch_seed = masking.instance_seed(config.seed, _DYNAMIC_STREAM, epoch)
+        epoch_seed = instance_seed(config.seed, Stream.DYNAMIC_MASKING, epoch)
         window = tf.random.experimental.index_shuffle(slot, epoch_seed, count - 1)
-        seed = masking.instance_seed(config.seed, _DYNAMIC_STREAM, epoch, window)
+        seed = instance_seed(config.seed, Stream.DYNAMIC_MASKING, epoch, window)
         kind_seed = tf.random.experimental.stateless_fold_in(seed, -1)
         features = mask(window, seed, tf.random.stateless_uniform([], kind_seed) < last_share)
         if sampler is None:
@@ -105,7 +102,7 @@ def _with_match_negatives(features: dict, number: tf.Tensor, sampler: NegativeSa
     """`features` plus `match_negatives` int64 [count] of its user, seeded by instance `number`."""
     user = features["info"][0]
     return {**features, "match_negatives": sampler.sample(user, count,
-                                                          masking.instance_seed(seed, _MATCH_STREAM, number))}
+                                                          instance_seed(seed, Stream.MATCH_NEGATIVES, number))}
 
 
 def _batched(dataset: tf.data.Dataset, batch_size: int | None) -> tf.data.Dataset:
@@ -115,11 +112,6 @@ def _batched(dataset: tf.data.Dataset, batch_size: int | None) -> tf.data.Datase
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-# The features that run along the sequence, per training pipeline (the others, such as the masked
-# positions or the matching negatives, do not depend on the padding), and the side their padding is on.
-SEQUENCE_FEATURES = {"masked": ("input_ids", "input_mask"), "masked_matching": ("input_ids", "input_mask"),
-                     "next_item": ("input_ids", "positive_ids", "negative_ids")}
-PADDED_LEFT = ("next_item",)
 # Trimmed widths are rounded up to a multiple of this: fewer distinct shapes, aligned rows.
 WIDTH_MULTIPLE = 8
 
@@ -134,8 +126,8 @@ def padded_width(longest: int, max_len: int, multiple: int = WIDTH_MULTIPLE) -> 
     return min(max_len, max(1, rounded))
 
 
-def length_grouped(make_stream, start: int, batch_size: int, groups: int, kind: str, max_len: int,
-                   seed: int) -> tf.data.Dataset:
+def length_grouped(make_stream, start: int, batch_size: int, groups: int, sequence_features: tuple[str, ...],
+                   padded_left: bool, max_len: int, seed: int) -> tf.data.Dataset:
     """A batched training stream in batches of similar length, each trimmed to its longest sequence.
 
     The stream is cut into chunks of `groups` consecutive batches. The instances of a chunk are
@@ -148,13 +140,14 @@ def length_grouped(make_stream, start: int, batch_size: int, groups: int, kind: 
 
     Args:
         make_stream: a function of the first instance number giving the full-width batched stream
-            of the pipeline `kind` (dicts of [batch_size, ...] tensors).
+            (dicts of [batch_size, ...] tensors, `input_ids` among them).
         start: the first instance of the stream (instances already consumed), a multiple of
             `batch_size`.
         batch_size: instances per batch.
         groups: batches sorted together (at least 1).
-        kind: the pipeline ("masked", "masked_matching" or "next_item"): which features run along
-            the sequence and on which side they are padded.
+        sequence_features: the features that run along the sequence (trimmed); the others (such as
+            masked positions) do not depend on the padding.
+        padded_left: whether the sequence features are padded on the left (else on the right).
         max_len: the full width.
         seed: the data seed.
 
@@ -164,7 +157,6 @@ def length_grouped(make_stream, start: int, batch_size: int, groups: int, kind: 
     """
     if start % batch_size:
         raise ValueError(f"the stream must start at a whole batch, got instance {start} with batches of {batch_size}")
-    keys, left = SEQUENCE_FEATURES[kind], kind in PADDED_LEFT
     first_chunk, skip = divmod(start // batch_size, groups)
     chunk_size = groups * batch_size
 
@@ -173,7 +165,7 @@ def length_grouped(make_stream, start: int, batch_size: int, groups: int, kind: 
                 for name, value in batches.items()}  # [groups * batch_size, ...]
         lengths = tf.math.count_nonzero(flat["input_ids"], axis=1)  # [groups * batch_size]
         by_length = tf.argsort(lengths, stable=True)
-        shuffle_seed = masking.instance_seed(seed, _LENGTH_GROUP_STREAM, chunk)
+        shuffle_seed = instance_seed(seed, Stream.LENGTH_GROUPS, chunk)
         order = tf.argsort(tf.random.stateless_uniform([groups], shuffle_seed))  # [groups]
         return {name: tf.gather(tf.reshape(tf.gather(value, by_length),
                                            tf.concat([[groups, batch_size], tf.shape(value)[1:]], 0)), order)
@@ -182,7 +174,8 @@ def length_grouped(make_stream, start: int, batch_size: int, groups: int, kind: 
     def trim(batch):
         width = padded_width(tf.cast(tf.reduce_max(tf.math.count_nonzero(batch["input_ids"], axis=1)), tf.int32),
                              max_len)
-        return {name: (value[:, max_len - width:] if left else value[:, :width]) if name in keys else value
+        return {name: (value[:, max_len - width:] if padded_left else value[:, :width])
+                if name in sequence_features else value
                 for name, value in batch.items()}
 
     batches = make_stream(first_chunk * chunk_size)
@@ -249,8 +242,8 @@ def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: Ne
     def make(number):
         epoch, slot = number // count, number % count
         window = tf.random.experimental.index_shuffle(
-            slot, masking.instance_seed(config.seed, _NEXT_ITEM_STREAM, epoch), count - 1)
-        seed = masking.instance_seed(config.seed, _NEXT_ITEM_STREAM, epoch, window)
+            slot, instance_seed(config.seed, Stream.NEXT_ITEM, epoch), count - 1)
+        seed = instance_seed(config.seed, Stream.NEXT_ITEM, epoch, window)
         aligned = tf.roll(tf.gather(tokens, window), width - tf.gather(lengths, window), axis=0)  # padding first
         inputs, positives = aligned[:-1], aligned[1:]  # [width - 1] each
         positives = tf.where(inputs != PAD_ID, positives, PAD_ID)

@@ -1,11 +1,9 @@
 """The boundary between a sequential recommender and the shared training, evaluation and export code.
 
 A model is a `SequentialRecommender` subclass. The trainer, the evaluator, the serving export,
-TensorBoard and the checkpoints only use what is declared here:
+TensorBoard and the checkpoints only use what is declared here (what feeds a model in training, and
+how it is built, is its Task's: `bert4rec_tf.tasks`):
 
-- `TRAINING_INSTANCES`: which training pipeline of `bert4rec_tf.data.pipeline` feeds it ("masked":
-  Cloze instances; "next_item": shifted sequences with negatives; "masked_matching": Cloze
-  instances with a matching target; "none": nothing to train).
 - `history_inputs(history)`: how a raw history becomes the model's input;
 - `score_next(history)`: scores of every vocabulary entry as the next item, [batch, vocab_size];
 - `user_representation(history)`: the user vector the model scores with, [batch, d];
@@ -39,8 +37,6 @@ class SequentialRecommender(keras.Model):
     Raises:
         ValueError: when `config.vocab_size` is not set.
     """
-
-    TRAINING_INSTANCES = "masked"
 
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(**kwargs)
@@ -82,7 +78,7 @@ class SequentialRecommender(keras.Model):
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         """Skips Keras' build from a data batch when every layer is built already (always, after
-        `build_model`). Under a strategy, Keras 3 would reduce the first batch's dict of per-replica
+        `Task.build_model`). Under a strategy, Keras 3 would reduce the first batch's dict of per-replica
         values with "MEAN" across replicas, which fails under MultiWorkerMirroredStrategy."""
         if self._distribute_strategy is None or not all(layer.built for layer in self._flatten_layers()):
             return super()._maybe_symbolic_build(iterator, data_batch)

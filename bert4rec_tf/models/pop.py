@@ -22,8 +22,6 @@ class POP(SequentialRecommender):
         **kwargs: passed to `keras.Model`.
     """
 
-    TRAINING_INSTANCES = "none"
-
     def build(self, input_shape=None):
         self.counts = self.add_weight(shape=(self.model_config.vocab_size,), initializer="zeros",
                                       trainable=False, name="counts")

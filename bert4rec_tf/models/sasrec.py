@@ -28,7 +28,7 @@ class SASRec(SequentialRecommender):
     negative per position (drawn by the input pipeline from items the user never had), padding
     ignored; or "ce", softmax cross-entropy over all items at every non-padding position.
 
-    Features for training (a dict of tensors, from the "next_item" pipeline):
+    Features for training (a dict of tensors, from `NextItemTask.training_stream`):
         input_ids: int [batch, max_len] items, padded on the left with 0.
         positive_ids: int [batch, max_len] the next item at each position, 0 at padding.
         negative_ids: int [batch, max_len] a sampled negative at each position ("bce").
@@ -37,8 +37,6 @@ class SASRec(SequentialRecommender):
         config: the model section of the configuration (or its dict form).
         **kwargs: passed to `keras.Model`.
     """
-
-    TRAINING_INSTANCES = "next_item"
 
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(config, **kwargs)

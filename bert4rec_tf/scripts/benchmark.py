@@ -39,7 +39,7 @@ import os
 import time
 
 from bert4rec_tf import cli
-from bert4rec_tf.calibration import float32_limit
+from bert4rec_tf.experiments.calibration import float32_limit
 
 # TensorFlow, Keras, NumPy and the model are imported by `_import_heavy` once the arguments are parsed,
 # so that --help answers at once.
@@ -54,7 +54,8 @@ def _import_heavy() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from bert4rec_tf.config import ModelConfig, preset
+    from bert4rec_tf.config import ModelConfig
+    from bert4rec_tf.tasks import preset
     from bert4rec_tf.constants import mask_id, vocab_size
     from bert4rec_tf.data.instances import make_windows
     from bert4rec_tf.data.pipeline import dynamic_training_dataset
@@ -261,9 +262,7 @@ def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> 
     from bert4rec_tf.cli import experiment_config
     from bert4rec_tf.data.prepare import prepare
     from bert4rec_tf.data.split import training_sequences
-    from bert4rec_tf.models import build_model
-    from bert4rec_tf.training.optimization import make_optimizer
-    from bert4rec_tf.training.trainer import training_stream
+    from bert4rec_tf.training.build import build_trainee
 
     config = experiment_config(dataset, [], seed=None, model=args.model, recipe=args.recipe)
     config.train.time_budget = 0.0
@@ -274,11 +273,8 @@ def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> 
     config.model.vocab_size = int(prepared.metadata["vocab_size"])
     config.model.max_len = config.data.max_len
     train = training_sequences(prepared.sequences(), config.data.split)
-    keras.utils.set_random_seed(args.seed)
-    model = build_model(config.model)
-    model.fit_statistics(train)
-    model.compile(optimizer=make_optimizer(config.train, model.trainable_variables), jit_compile=False)
-    stream = iter(training_stream(model, config, prepared, train)(0))
+    trainee = build_trainee(config, prepared, train)  # as the trainer builds it (seeded from the data seed)
+    model, stream = trainee.model, iter(trainee.stream(0))
     next(stream)  # the pipeline's start-up is not its rate
     start = time.perf_counter()
     batches = [next(stream) for _ in range(args.warmup + args.steps)]

@@ -60,7 +60,8 @@ def _run() -> None:
     print(cli.recipe_notice(config, FLAGS.model, reason), flush=True)
 
     from bert4rec_tf.evaluation.evaluator import format_table
-    from bert4rec_tf.training.trainer import split_cpu, train_and_evaluate
+    from bert4rec_tf.training.distribution import split_cpu
+    from bert4rec_tf.training.trainer import train_and_evaluate
 
     if FLAGS.logical_cpus:
         split_cpu(FLAGS.logical_cpus)

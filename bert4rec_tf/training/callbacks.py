@@ -14,9 +14,9 @@ from keras import ops
 
 from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
+from bert4rec_tf.evaluation.attention_plot import attention_head_pixels
 from bert4rec_tf.evaluation.evaluator import format_table
-from bert4rec_tf.files import write_json_atomic
-from bert4rec_tf.report_figures import attention_head_pixels
+from bert4rec_tf.files import atomic_path, write_json_atomic
 from bert4rec_tf.training.run_folder import RunFolder
 
 ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
@@ -100,8 +100,10 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         batch_size: instances per step, to count the stream position in instances.
         attention_histories: validation histories whose average attention over the last 10
             positions is logged as heat-map images, per layer and head (None: no heat maps). The
-            images are the report's labelled figure (`report_figures.attention_head_pixels`); without
-            matplotlib they are bare colour squares, and a line on stderr says so once.
+            images are labelled figures (`attention_head_pixels`); without matplotlib they are bare
+            colour squares, and a line on stderr says so once.
+        attention_last_label: what the last position of the heat maps is (the Task's
+            `attention_last_label`, e.g. "[mask]"); None: the model has no attention, no heat maps.
         clock: seconds of training and validation the run has had, over all its processes.
         validation_loss: a function of no argument giving the model's loss on validation instances
             (`evaluation.validation_loss`), logged as "loss" beside the validation metrics and as
@@ -109,12 +111,14 @@ class CheckpointAndValidate(keras.callbacks.Callback):
     """
 
     def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
-                 attention_histories: np.ndarray | None = None, clock=None, validation_loss=None):
+                 attention_histories: np.ndarray | None = None, attention_last_label: str | None = None, clock=None,
+                 validation_loss=None):
         super().__init__()
         self.validation_loss = validation_loss
         self._bare_heat_maps = False
         self.clock = clock
-        self.attention_histories = attention_histories
+        self.attention_histories = attention_histories if attention_last_label else None
+        self.attention_last_label = attention_last_label
         self.run = run
         self.validate = validate
         self.patience = patience
@@ -170,12 +174,11 @@ class CheckpointAndValidate(keras.callbacks.Callback):
             maps = average_last_attention(self.model, self.attention_histories, last=ATTENTION_WINDOW)
         except ValueError:  # no validation sequence is that long
             return
-        last_label = "[mask]" if hasattr(self.model, "mask_token") else "newest item"
         with self.writer.as_default(step=step), tf.summary.record_if(True):
             for layer, heads in enumerate(maps, start=1):
                 for head, matrix in enumerate(heads, start=1):
-                    tf.summary.image(f"attention/layer_{layer}/head_{head}",
-                                     self._heat_map(matrix, f"layer {layer}, head {head}", last_label))
+                    image = self._heat_map(matrix, f"layer {layer}, head {head}", self.attention_last_label)
+                    tf.summary.image(f"attention/layer_{layer}/head_{head}", image)
         self.writer.flush()
 
     def _heat_map(self, matrix: np.ndarray, title: str, last_label: str) -> np.ndarray:
@@ -192,9 +195,8 @@ class CheckpointAndValidate(keras.callbacks.Callback):
 
     def _save_weights(self, name: str) -> None:
         os.makedirs(self.run.checkpoints, exist_ok=True)
-        temporary = self.run.checkpoint(f"tmp-{name}")
-        self.model.save_weights(temporary)
-        os.replace(temporary, self.run.checkpoint(name))
+        with atomic_path(self.run.checkpoint(name)) as temporary:
+            self.model.save_weights(temporary)
 
 
 def seed_generators(model: keras.Model) -> list:

@@ -12,10 +12,11 @@ from bert4rec_tf.data.candidates import item_popularity, sample_negatives
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.instances import make_windows, write_static_instances
 from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.pipeline import (SEQUENCE_FEATURES, dynamic_training_dataset, evaluation_histories,
+from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_histories,
                                        length_grouped, next_item_training_dataset, padded_width,
                                        static_training_dataset)
 from bert4rec_tf.data.preprocess import UserSequences
+from bert4rec_tf.tasks import get_task
 from tests.data.test_instances import NUM_ITEMS, small_config, small_windows
 
 
@@ -187,8 +188,8 @@ def test_length_grouped_batches_hold_each_chunks_instances_sorted_trimmed_and_re
     def full(start):
         return dynamic_training_dataset(windows, config, NUM_ITEMS, batch_size=4, start=start)
 
-    keys = SEQUENCE_FEATURES["masked"]
-    grouped = take(length_grouped(full, 0, 4, 3, "masked", config.max_len, config.seed), 6)
+    keys = get_task("bert4rec").sequence_features
+    grouped = take(length_grouped(full, 0, 4, 3, keys, False, config.max_len, config.seed), 6)
     plain = take(full(0), 6)
     for chunk in range(2):
         mine, theirs = grouped[3 * chunk:3 * chunk + 3], plain[3 * chunk:3 * chunk + 3]
@@ -202,10 +203,10 @@ def test_length_grouped_batches_hold_each_chunks_instances_sorted_trimmed_and_re
         assert batch["input_ids"].shape == batch["input_mask"].shape == (4, padded_width(longest, 24))
         assert batch["masked_lm_positions"].shape == (4, config.max_predictions_per_seq)
     assert {b["input_ids"].shape[1] for b in grouped} != {24}  # some batches are narrower
-    resumed = take(length_grouped(full, 16, 4, 3, "masked", config.max_len, config.seed), 2)  # chunk 1, batch 2
+    resumed = take(length_grouped(full, 16, 4, 3, keys, False, config.max_len, config.seed), 2)  # chunk 1, batch 2
     assert all(_restored(a, keys, 24) == _restored(b, keys, 24) for a, b in zip(grouped[4:6], resumed))
     with pytest.raises(ValueError, match="whole batch"):
-        length_grouped(full, 5, 4, 3, "masked", config.max_len, config.seed)
+        length_grouped(full, 5, 4, 3, keys, False, config.max_len, config.seed)
 
 
 def test_length_grouped_trims_left_padded_next_item_batches_from_the_left():
@@ -217,10 +218,12 @@ def test_length_grouped_trims_left_padded_next_item_batches_from_the_left():
     def full(start):
         return next_item_training_dataset(windows, config, sampler, batch_size=4, start=start)
 
-    trimmed = take(length_grouped(full, 0, 4, 1, "next_item", config.max_len, config.seed), 2)
+    task = get_task("sasrec")
+    trimmed = take(length_grouped(full, 0, 4, 1, task.sequence_features, task.padded_left, config.max_len,
+                                  config.seed), 2)
     for batch, whole in zip(trimmed, take(full(0), 2)):
         assert batch["input_ids"].shape == (4, 8)
-        for name in SEQUENCE_FEATURES["next_item"]:
+        for name in task.sequence_features:
             assert np.array_equal(batch[name], whole[name][:, -8:]) and not whole[name][:, :-8].any()
 
 

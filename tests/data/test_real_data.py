@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bert4rec_tf.config import preset
+from bert4rec_tf.tasks import preset
 from bert4rec_tf.data.prepare import prepare
 from bert4rec_tf.data.tfds_builders import load_user_sequences
 from tests.conftest import REPO, real_file

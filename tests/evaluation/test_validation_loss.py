@@ -8,8 +8,8 @@ import pytest
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import vocab_size
-from bert4rec_tf.evaluation.validation_loss import loss_instances, validation_loss_function
-from bert4rec_tf.models import build_model
+from bert4rec_tf.evaluation.validation_loss import validation_loss_function
+from bert4rec_tf.tasks import get_task
 
 NUM_ITEMS = 12
 HISTORIES = np.array([[1, 2, 3, 4, 5, 6, 7], [5, 0, 0, 0, 0, 0, 0], [7, 8, 9, 10, 11, 0, 0],
@@ -21,9 +21,9 @@ NEGATIVES = np.array([[9, 10, 11, 12, 2, 3], [1, 2, 3, 4, 7, 8], [1, 2, 3, 4, 5,
 
 def build(name: str, loss: str = "ce"):
     keras.utils.set_random_seed(3)
-    return build_model(ModelConfig(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=6, hidden_size=8,
-                                   num_heads=2, intermediate_size=16, num_layers=1, hidden_dropout=0.5,
-                                   attention_dropout=0.5, loss=loss))
+    config = ModelConfig(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=6, hidden_size=8, num_heads=2,
+                         intermediate_size=16, num_layers=1, hidden_dropout=0.5, attention_dropout=0.5, loss=loss)
+    return get_task(name).build_model(config)
 
 
 def softplus(x):
@@ -54,21 +54,23 @@ def by_hand(model, users: np.ndarray) -> float:
                                        ("bert4rec_match", "ce")])
 def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(name, loss):
     model = build(name, loss)
-    every = validation_loss_function(model, HISTORIES, TARGETS, NEGATIVES)
+    every = validation_loss_function(model, get_task(name).loss_features, HISTORIES, TARGETS, NEGATIVES)
     first, second = every(), every()
     assert first == second                                   # no dropout: the same value twice
     np.testing.assert_allclose(first, by_hand(model, np.arange(5)), rtol=1e-4)
     # At most `users` users, spread evenly: 0, 2 and 4 of 5, in batches of 2.
-    some = validation_loss_function(model, HISTORIES, TARGETS, NEGATIVES, users=3, batch_size=2)
+    some = validation_loss_function(model, get_task(name).loss_features, HISTORIES, TARGETS, NEGATIVES, users=3,
+                                    batch_size=2)
     np.testing.assert_allclose(some(), by_hand(model, np.array([0, 2, 4])), rtol=1e-4)
 
 
 @pytest.mark.slow
 def test_cloze_instances_mask_the_appended_mask_and_pop_has_none():
     model = build("bert4rec")
-    features = loss_instances(model, HISTORIES[:2], TARGETS[:2], NEGATIVES[:2])
+    features = get_task("bert4rec").loss_features(model, HISTORIES[:2], TARGETS[:2], NEGATIVES[:2])
     # The last max_len - 1 = 5 items, then [MASK] (id 13) at position 5; user 2: [MASK] at position 1.
     np.testing.assert_array_equal(features["input_ids"], [[3, 4, 5, 6, 7, 13], [5, 13, 0, 0, 0, 0]])
     np.testing.assert_array_equal(features["masked_lm_positions"], [[5], [1]])
     np.testing.assert_array_equal(features["masked_lm_ids"], [[8], [6]])
-    assert validation_loss_function(build("pop"), HISTORIES, TARGETS, NEGATIVES) is None
+    pop = get_task("pop")
+    assert validation_loss_function(build("pop"), pop.loss_features, HISTORIES, TARGETS, NEGATIVES) is None

@@ -16,7 +16,7 @@ import pytest
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.export.saved_model import export_saved_model
-from bert4rec_tf.models import MODELS, build_model
+from bert4rec_tf.tasks import TASKS
 from tests.export.conftest import WITHOUT_PACKAGE
 
 # Builds, exports and serves every model in a fresh process: a slow check.
@@ -47,10 +47,10 @@ print(json.dumps(answers))
 def served(tmp_path_factory):
     """{name: (Keras model, what a fresh process got from its export)} for every registered model."""
     models, directories = {}, {}
-    for name in sorted(MODELS):
+    for name in sorted(TASKS):
         config = ModelConfig(name=name, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
                              intermediate_size=16, num_layers=1, loss="bce" if name == "sasrec" else "ce")
-        models[name] = build_model(config)
+        models[name] = TASKS[name].build_model(config)
         models[name].fit_statistics([np.arange(1, 21) % 7 + 1])
         directories[name] = export_saved_model(models[name], np.array(ITEMS),
                                                str(tmp_path_factory.mktemp(name) / "export"))
@@ -61,7 +61,7 @@ def served(tmp_path_factory):
     return {name: (models[name], answers[name]) for name in models}
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", sorted(TASKS))
 def test_model_serves_three_signatures_from_a_fresh_process(name, served):
     model, out = served[name]
     assert out["signatures"] == ["score_candidates", "serving_default", "user_embedding"]

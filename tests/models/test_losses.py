@@ -134,8 +134,7 @@ def test_tied_cross_entropy_against_numpy_values_and_gradients():
 def test_the_fused_training_loss_equals_compute_loss_with_the_same_gradients(name):
     import keras
 
-    from tests.models.test_relatives import config, training_batch
-    from bert4rec_tf.models import build_model
+    from tests.models.test_relatives import build_model, config, training_batch
 
     model = build_model(config(name, hidden_dropout=0.0, attention_dropout=0.0))
     batch = {key: tf.constant(value) for key, value in training_batch(name).items()}

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+import types
+
 import keras
 import numpy as np
 import pytest
 
+from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.constants import vocab_size
-from bert4rec_tf.data.instances import make_windows
-from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.pipeline import (SEQUENCE_FEATURES, dynamic_training_dataset, length_grouped,
-                                       next_item_training_dataset)
-from bert4rec_tf.models import MODELS, build_model
+from bert4rec_tf.data.pipeline import length_grouped
+from bert4rec_tf.tasks import TASKS, get_task
 from tests.data.test_instances import small_config
-from tests.models.test_relatives import config
+from tests.models.test_relatives import build_model, config
 
 # Each check builds and runs every model: slow checks (the default run keeps no model-building loops).
 pytestmark = pytest.mark.slow
 
 NUM_ITEMS = 30
 MAX_LEN = 24
-KINDS = {"bert4rec": "masked", "sasrec": "next_item", "bert4rec_match": "masked_matching"}
+TRAINED = sorted(name for name, task in TASKS.items() if task.trains)
 
 
 def built(name: str, **changes):
@@ -35,10 +35,10 @@ def built(name: str, **changes):
 
 def trainable_models() -> list:
     """Every trainable model, and SASRec with the ce loss."""
-    return [(name, {}) for name in sorted(MODELS) if name in KINDS] + [("sasrec", {"loss": "ce"})]
+    return [(name, {}) for name in TRAINED] + [("sasrec", {"loss": "ce"})]
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", sorted(TASKS))
 def test_scores_do_not_depend_on_the_padding_around_a_history(name):
     model = built(name)
     rng = np.random.default_rng(0)
@@ -58,11 +58,11 @@ def test_scores_do_not_depend_on_the_padding_around_a_history(name):
     assert np.allclose(keras.ops.convert_to_numpy(model.score_next(short)), reference[:3], atol=1e-5)
 
 
-@pytest.mark.parametrize("name", [name for name in sorted(MODELS) if name in KINDS])
+@pytest.mark.parametrize("name", TRAINED)
 def test_encoder_outputs_at_real_positions_do_not_depend_on_the_padding_width(name):
     model = built(name)
     rows = [[3, 4, 5, 6, 7], [8, 9]]
-    left = KINDS[name] == "next_item"  # SASRec's inputs are padded on the left, the others' on the right
+    left = get_task(name).padded_left  # SASRec's inputs are padded on the left, the others' on the right
     outputs = []
     for width in (5, 8, MAX_LEN):
         ids = np.zeros((2, width), np.int32)
@@ -79,32 +79,29 @@ def test_encoder_outputs_at_real_positions_do_not_depend_on_the_padding_width(na
             assert np.allclose(mine, reference, atol=1e-5)
 
 
-def _streams(kind: str):
-    """The full-width batched stream of pipeline `kind` on small windows, as a function of its start."""
-    config = small_config(max_len=MAX_LEN, prop_sliding_window=1.0, matching=kind == "masked_matching")
+def _streams(name: str):
+    """The Task's full-width batched stream on small windows, as a function of its start."""
+    task = get_task(name)
+    config = ExperimentConfig(data=small_config(max_len=MAX_LEN, prop_sliding_window=1.0,
+                                                matching=task.data_requirements["matching"]))
+    config.model.name, config.model.match_negatives = name, 5
+    config.train.batch_size, config.train.dynamic_masking = 4, True
     rng = np.random.default_rng(4)
     train = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False) for n in (2, 3, 5, 9, 17, 4, 6, 12)]
-    users = np.arange(1, len(train) + 1)
-    sampler = NegativeSampler(train, NUM_ITEMS)
-    if kind == "next_item":
-        windows = make_windows(train, users, MAX_LEN + 1, config.prop_sliding_window)
-        return config, lambda start: next_item_training_dataset(windows, config, sampler, batch_size=4, start=start)
-    windows = make_windows(train, users, MAX_LEN, config.prop_sliding_window)
-    matching = {"sampler": sampler, "match_negatives": 5} if kind == "masked_matching" else {}
-    return config, lambda start: dynamic_training_dataset(windows, config, NUM_ITEMS, batch_size=4, start=start,
-                                                          **matching)
+    prepared = types.SimpleNamespace(num_items=NUM_ITEMS)
+    return config.data, task.training_stream(config, prepared, train)
 
 
 @pytest.mark.parametrize("name, changes", trainable_models())
 def test_trimmed_and_full_width_batches_give_the_same_loss(name, changes):
     model = built(name, **changes)
-    kind = KINDS[name]
-    config, full = _streams(kind)
-    trimmed = length_grouped(full, 0, 4, 1, kind, MAX_LEN, config.seed)
+    task = get_task(name)
+    config, full = _streams(name)
+    trimmed = length_grouped(full, 0, 4, 1, task.sequence_features, task.padded_left, MAX_LEN, config.seed)
     narrower = 0
     for whole, short in zip(full(0).take(4), trimmed.take(4)):
         narrower += short["input_ids"].shape[1] < MAX_LEN
-        assert all(short[key].shape[1] <= MAX_LEN for key in SEQUENCE_FEATURES[kind])
+        assert all(short[key].shape[1] <= MAX_LEN for key in task.sequence_features)
         losses = [float(model.compute_loss(x=batch, y_pred=model(batch, training=False))) for batch in (whole, short)]
         assert np.isclose(losses[0], losses[1], rtol=1e-5, atol=1e-6), losses
     assert narrower  # the check compared trimmed batches

@@ -65,19 +65,20 @@ def test_damaged_curve_is_named(tmp_path):
     with open(os.path.join(run, "validation.json"), "w", encoding="utf-8") as handle:
         handle.write('[{"step": 1')
     result = compare(run)
-    assert result.returncode == 2 and "validation.json: not a valid validation curve" in result.stderr
+    assert result.returncode == 2 and "validation.json: the validation curve is damaged" in result.stderr
 
 
 def test_every_line_of_a_crowded_figure_looks_different(tmp_path, monkeypatch):
     # matplotlib's default cycle repeats its ten colours: the 11th run looked like the 1st.
     pytest.importorskip("matplotlib")
-    from bert4rec_tf import report_figures
+    from bert4rec_tf.evaluation.attention_plot import pyplot
+    from bert4rec_tf.experiments import figures
 
     drawn = []
-    plt = report_figures._pyplot()
-    monkeypatch.setattr(report_figures, "_save", lambda figure, path: drawn.append(figure) or path)
+    plt = pyplot()
+    monkeypatch.setattr(figures, "_save", lambda figure, path: drawn.append(figure) or path)
     curves = {f"run{i}": [{"step": 1, "pop/HR@10": 0.1 * i}, {"step": 2, "pop/HR@10": 0.2}] for i in range(14)}
-    report_figures.runs_figure(curves, ["pop/HR@10"], str(tmp_path / "x.png"))
+    figures.runs_figure(curves, ["pop/HR@10"], str(tmp_path / "x.png"))
     lines = drawn[0].axes[0].get_lines()
     looks = {(line.get_color(), line.get_linestyle(), line.get_marker()) for line in lines}
     assert len(lines) == 14 and len(looks) == 14
@@ -92,22 +93,22 @@ def _write_batch_size(folder, batch_size):
 def test_samples_axis_puts_runs_of_different_batch_sizes_at_equal_data(tmp_path, monkeypatch):
     # A run of batch 256 at step 100 has seen what a run of batch 128 sees at step 200.
     pytest.importorskip("matplotlib")
-    from bert4rec_tf import report_figures
-    from bert4rec_tf.scripts import compare_runs
+    from bert4rec_tf.evaluation.attention_plot import pyplot
+    from bert4rec_tf.experiments import compare_runs, figures
 
     small = make_run(tmp_path / "b128", [0.1, 0.2, 0.3], [0.01, 0.02, 0.03])
     large = make_run(tmp_path / "b256", [0.15, 0.25, 0.35], [0.01, 0.02, 0.03])
     _write_batch_size(small, 128)
     _write_batch_size(large, 256)
     drawn = []
-    monkeypatch.setattr(report_figures, "_save", lambda figure, path: drawn.append(figure) or path)
+    monkeypatch.setattr(figures, "_save", lambda figure, path: drawn.append(figure) or path)
     assert compare_runs.main([small, large, "--figure", str(tmp_path / "x.png"), "--x", "samples"]) == 0
     lines = drawn[0].axes[0].get_lines()
     assert [list(line.get_xdata()) for line in lines] == [[12800, 25600, 38400], [25600, 51200, 76800]]
     assert drawn[0].axes[0].get_xlabel() == "training sequences seen (step x batch size)"
     # Tick labels are short (six digits each ran into the next): 250000 -> 250k.
-    assert [report_figures._short_number(v) for v in (500, 64000, 250000, 2000000)] == ["500", "64k", "250k", "2M"]
-    report_figures._pyplot().close(drawn[0])
+    assert [figures._short_number(v) for v in (500, 64000, 250000, 2000000)] == ["500", "64k", "250k", "2M"]
+    pyplot().close(drawn[0])
     # Without the batch size the axis cannot be drawn: one line naming the folder.
     os.remove(os.path.join(large, "config.json"))
     result = compare(small, large, "--figure", str(tmp_path / "y.png"), "--x", "samples")

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from bert4rec_tf import report_figures  # noqa: E402
+from bert4rec_tf.experiments import figures  # noqa: E402
 from bert4rec_tf.constants import metric_label  # noqa: E402
 
 
@@ -31,15 +31,15 @@ def test_curves_figure_draws_a_panel_per_protocol_and_a_row_per_data_set(tmp_pat
 
     records = [_record("ml-1m", "bert4rec", _curve(0.1)), _record("ml-1m", "sasrec-ce", _curve(0.2)),
                _record("ml-1m", "pop", [], {"pop": {"NDCG@10": 0.05}, "full": {"NDCG@10": 0.01}})]
-    one = report_figures.curves_figure(records, str(tmp_path / "one.png"))
+    one = figures.curves_figure(records, str(tmp_path / "one.png"))
     height, width = matplotlib.image.imread(one).shape[:2]
     assert 2.4 < width / height < 4.0  # two panels side by side, each about 6 x 4
-    two = report_figures.curves_figure([*records, _record("beauty", "bert4rec", _curve(0.05))],
-                                       str(tmp_path / "two.png"))
+    two = figures.curves_figure([*records, _record("beauty", "bert4rec", _curve(0.05))],
+                                str(tmp_path / "two.png"))
     height, width = matplotlib.image.imread(two).shape[:2]
     assert 1.2 < width / height < 2.0  # a second row for the second data set
     # Only POP (no curve): nothing to draw, no file.
-    assert report_figures.curves_figure(records[2:], str(tmp_path / "none.png")) is None
+    assert figures.curves_figure(records[2:], str(tmp_path / "none.png")) is None
     assert not (tmp_path / "none.png").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.png", "two.png"]  # no temporary left
 
@@ -58,12 +58,12 @@ def test_a_run_keeps_its_line_style_across_figures(monkeypatch, tmp_path):
 
     monkeypatch.setattr(matplotlib.axes.Axes, "plot", plot)
     order = ["pop", "sasrec-ce", "bert4rec", "bert4rec-match"]
-    report_figures.curves_figure([_record("ml-1m", "bert4rec-match", _curve(0.1)), _record("ml-1m", "bert4rec", _curve(0.1)),
-                                  _record("ml-1m", "sasrec-ce", _curve(0.2))], str(tmp_path / "a.png"), order=order)
+    figures.curves_figure([_record("ml-1m", "bert4rec-match", _curve(0.1)), _record("ml-1m", "bert4rec", _curve(0.1)),
+                           _record("ml-1m", "sasrec-ce", _curve(0.2))], str(tmp_path / "a.png"), order=order)
     first = dict((label, (color, line)) for label, color, line in drawn)
     drawn.clear()
-    report_figures.curves_figure([_record("beauty", "bert4rec", _curve(0.1)), _record("beauty", "sasrec-ce", _curve(0.2))],
-                                 str(tmp_path / "b.png"), order=order)
+    figures.curves_figure([_record("beauty", "bert4rec", _curve(0.1)), _record("beauty", "sasrec-ce", _curve(0.2))],
+                          str(tmp_path / "b.png"), order=order)
     second = dict((label, (color, line)) for label, color, line in drawn)
     assert second["bert4rec"] == first["bert4rec"] and second["sasrec-ce"] == first["sasrec-ce"]
     assert len(set(first.values())) == 3  # and the runs of one figure differ
@@ -87,10 +87,10 @@ def test_the_steps_view_draws_quality_against_steps(monkeypatch, tmp_path):
     fast = [{"step": 500 * i, "seconds": 60.0 * i, "pop/NDCG@10": 0.1 * i} for i in (1, 2)]
     slow = [{"step": 500 * i, "seconds": 90.0 * i, "pop/NDCG@10": 0.1 * i} for i in (1, 2)]
     records = [_record("ml-1m", "fast", fast), _record("ml-1m", "slow", slow)]
-    report_figures.curves_figure(records, str(tmp_path / "minutes.png"), metrics=("pop/NDCG@10",))
+    figures.curves_figure(records, str(tmp_path / "minutes.png"), metrics=("pop/NDCG@10",))
     assert dict(drawn) == {"fast": [1.0, 2.0], "slow": [1.5, 3.0]}
     drawn.clear()
-    report_figures.curves_figure(records, str(tmp_path / "steps.png"), metrics=("pop/NDCG@10",), x="step")
+    figures.curves_figure(records, str(tmp_path / "steps.png"), metrics=("pop/NDCG@10",), x="step")
     assert dict(drawn) == {"fast": [500, 1000], "slow": [500, 1000]}
 
 
@@ -117,18 +117,18 @@ def test_the_sweep_figures_draw_the_papers_shape_beside_ours(monkeypatch, tmp_pa
 
     monkeypatch.setattr(matplotlib.axes.Axes, "plot", plot)
     monkeypatch.setattr(matplotlib.axes.Axes, "axvline", axvline)
-    report_figures.sweep_figure(_sweep_rows("ml-1m", [100, 200]), "max_len", str(tmp_path / "max_len.png"))
+    figures.sweep_figure(_sweep_rows("ml-1m", [100, 200]), "max_len", str(tmp_path / "max_len.png"))
     paper = {label: (xs, ys) for label, xs, ys in drawn if label and label.startswith("paper")}
     assert paper["paper HR@10"] == ([10.0, 50.0, 100.0, 200.0, 400.0], [0.6788, 0.6854, 0.6947, 0.6955, 0.6898])
     assert paper["paper NDCG@10"][1] == [0.4631, 0.4743, 0.4758, 0.4759, 0.4715]
     assert lines == []
 
     drawn.clear()
-    report_figures.sweep_figure(_sweep_rows("ml-1m", [0.1, 0.2]) + _sweep_rows("beauty", [0.6]), "mask_prob",
-                                str(tmp_path / "mask_prob.png"))
+    figures.sweep_figure(_sweep_rows("ml-1m", [0.1, 0.2]) + _sweep_rows("beauty", [0.6]), "mask_prob",
+                         str(tmp_path / "mask_prob.png"))
     assert lines == [("paper's best rho (0.2)", 0.2), ("paper's best rho (0.6)", 0.6)]
     assert not [label for label, *_ in drawn if label.startswith("paper")]
 
     lines.clear(), drawn.clear()
-    report_figures.sweep_figure(_sweep_rows("beauty", [32, 64]), "hidden_size", str(tmp_path / "hidden_size.png"))
+    figures.sweep_figure(_sweep_rows("beauty", [32, 64]), "hidden_size", str(tmp_path / "hidden_size.png"))
     assert lines == [] and [label for label, *_ in drawn] == ["test pop-100 HR@10", "test pop-100 NDCG@10"]

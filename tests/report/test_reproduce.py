@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from bert4rec_tf.reproduction import (COLUMNS, PUBLISHED, PUBLISHED_FULL, derived_flags, orderings, plan, report_rows,
-                                      run_settings, write_report)
+from bert4rec_tf.experiments.reproduction import (COLUMNS, PUBLISHED, PUBLISHED_FULL, derived_flags, orderings, plan,
+                                                  report_rows, run_settings, write_report)
 from tests.conftest import REPO, toy_sequences, write_pairs
 from tests.training.test_bad_runs import TINY
 
@@ -143,7 +143,7 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
 
 
 def test_core_groups_give_every_concurrent_run_the_same_cores():
-    from bert4rec_tf.scripts.reproduce import core_groups
+    from bert4rec_tf.experiments.reproduce import core_groups
 
     assert core_groups(1, [0, 1]) == [[0, 1]]
     assert core_groups(2, [1, 0]) == [[0], [1]]
@@ -153,7 +153,7 @@ def test_core_groups_give_every_concurrent_run_the_same_cores():
 
 
 def test_the_time_left_counts_the_budget_when_no_run_has_trained_yet():
-    from bert4rec_tf.scripts.reproduce import time_left
+    from bert4rec_tf.experiments.reproduce import time_left
 
     assert time_left([], 3600.0, runs=5, jobs=2) == 3 * 3600.0  # the recipe's hour, not POP's minute
     assert time_left([3900.0, 3700.0], 3600.0, runs=2, jobs=2) == 3800.0
@@ -163,7 +163,7 @@ def test_the_time_left_counts_the_budget_when_no_run_has_trained_yet():
 def test_the_time_left_counts_what_running_runs_have_left():
     """On 2026-11-25 the third of four one-hour runs started as the first ended, with the second 59
     minutes in, and the command said 2h02m for the three left: it is about one hour."""
-    from bert4rec_tf.scripts.reproduce import time_left
+    from bert4rec_tf.experiments.reproduce import time_left
 
     hour = 3660.0
     assert time_left([hour], 3600.0, runs=3, jobs=2, elapsed=(59 * 60.0,)) == pytest.approx(hour + 2 * 60.0)
@@ -271,7 +271,7 @@ def test_ablation_orderings_pair_each_change_with_the_default():
 def test_an_order_within_the_test_sets_noise_is_a_tie():
     """0.6856 against 0.6866 on ML-1m's 6,040 test users (the 2026-11-25 SASRec-bce and BERT4Rec) is
     no order: two standard errors of the difference are 0.0168. On Beauty's 40,226 users 0.01 is one."""
-    from bert4rec_tf.reproduction import noise_margin, tested_users
+    from bert4rec_tf.experiments.reproduction import noise_margin, tested_users
 
     assert tested_users("ml-1m") == 6040 and tested_users("beauty") == 40226 and tested_users("custom") is None
     assert noise_margin(0.6856, 0.6866, 6040) == pytest.approx(0.01689, abs=1e-5)
@@ -284,7 +284,7 @@ def test_an_order_within_the_test_sets_noise_is_a_tie():
 
 
 def test_a_report_lists_its_data_sets_in_one_order_whichever_command_wrote_it():
-    from bert4rec_tf.scripts.reproduce import report_datasets
+    from bert4rec_tf.experiments.reproduce import report_datasets
 
     assert report_datasets(["beauty"], ["ml-1m", "beauty", "ml-1m"]) == ["ml-1m", "beauty"]
     assert report_datasets(["ml-1m", "beauty"], []) == ["ml-1m", "beauty"]
@@ -292,7 +292,7 @@ def test_a_report_lists_its_data_sets_in_one_order_whichever_command_wrote_it():
 
 
 def test_pop_does_not_count_as_a_budget_in_the_time_left():
-    from bert4rec_tf.scripts.reproduce import time_left, trained_runs
+    from bert4rec_tf.experiments.reproduce import time_left, trained_runs
 
     runs = [run for run in plan("table2", ["beauty"]) if run.setting in ("pop", "sasrec-ce", "bert4rec")]
     assert len(runs) == 3 and trained_runs(runs) == 2
@@ -302,7 +302,7 @@ def test_pop_does_not_count_as_a_budget_in_the_time_left():
 
 
 def test_links_in_the_notes_hold_from_the_report_that_quotes_them():
-    from bert4rec_tf.reproduction import rebase_links
+    from bert4rec_tf.experiments.reproduction import rebase_links
     text = ("See [runs](../../experiments.md#best-runs), [ablation](../ablation.md), [here](figure.png), "
             "[web](https://example.org/a.md) and [above](#table).")
     assert rebase_links(text, "table2") == (
@@ -311,7 +311,7 @@ def test_links_in_the_notes_hold_from_the_report_that_quotes_them():
 
 
 def test_a_run_with_the_settings_of_another_experiments_record_is_that_record(tmp_path):
-    from bert4rec_tf.reproduction import read_record, record_path, write_report, RECORD_VERSION
+    from bert4rec_tf.experiments.reproduction import read_record, record_path, write_report, RECORD_VERSION
     settings = ["--dataset", "ml-1m", "--model", "bert4rec", "--recipe", "cpu-1h"]
     table2 = next(run for run in plan("table2", ["ml-1m"]) if run.setting == "bert4rec")
     default = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-default")
@@ -342,7 +342,7 @@ def test_a_run_with_the_settings_of_another_experiments_record_is_that_record(tm
 def test_sweep_runs_at_the_recipes_own_value_are_one_run(tmp_path):
     """Settings written differently but resolving to the same configuration share one record: at
     cpu-30m, N 100 on ML-1m (20 slots) and d 64 (FFN 256) are both the recipe's own BERT4Rec."""
-    from bert4rec_tf.reproduction import RECORD_VERSION, read_record, resolved_settings
+    from bert4rec_tf.experiments.reproduction import RECORD_VERSION, read_record, resolved_settings
     base = ["--dataset", "ml-1m", "--model", "bert4rec", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-30m"]
     runs = {run.setting: run for name in ("max_len", "hidden_size", "mask_prob") for run in plan(name, ["ml-1m"])}
     settings = {setting: base + list(run.flags) for setting, run in runs.items()}
@@ -419,7 +419,7 @@ def test_the_no_residual_command_trains_at_the_capped_rate_whatever_else_extra_s
 def test_deadline_is_a_clock_time_or_a_duration():
     import time
 
-    from bert4rec_tf.scripts.reproduce import parse_deadline
+    from bert4rec_tf.experiments.reproduce import parse_deadline
 
     now = time.mktime((2026, 11, 25, 9, 30, 0, 0, 0, -1))
     assert parse_deadline("2h40m", now) == now + 9600
@@ -429,8 +429,8 @@ def test_deadline_is_a_clock_time_or_a_duration():
 
 
 def test_a_run_is_expected_to_take_its_budget_and_the_overhead_or_what_runs_took():
-    from bert4rec_tf.reproduction import Run
-    from bert4rec_tf.scripts.reproduce import POP_SECONDS, RUN_OVERHEAD, expected_seconds
+    from bert4rec_tf.experiments.reproduction import Run
+    from bert4rec_tf.experiments.reproduce import POP_SECONDS, RUN_OVERHEAD, expected_seconds
 
     bert4rec, pop = Run("ml-1m", "bert4rec", "bert4rec"), Run("ml-1m", "pop", "pop")
     assert expected_seconds(bert4rec, 3600.0, []) == 3600.0 + RUN_OVERHEAD
@@ -462,7 +462,7 @@ def _speed(gflops, gbs):
 
 def test_a_report_flags_runs_trained_on_slower_cores(tmp_path):
     """The 2026-11-25 sessions' machines: 204 against 142 GFLOP/s, both "AMD EPYC, 2 cores"."""
-    from bert4rec_tf.reproduction import machine_notes
+    from bert4rec_tf.experiments.reproduction import machine_notes
 
     fast, slow = _speed(204.0, 10.0), _speed(142.0, 9.5)
     records = [{**_record("ml-1m", "bert4rec", {}), "speed": [fast]},
@@ -492,8 +492,8 @@ def test_the_calibration_measures_this_processs_cores():
     """Both figures are measured, positive and printed as one JSON line by `python -m`; pinned to one
     core the process reports one core."""
     pin = (lambda: os.sched_setaffinity(0, [0])) if hasattr(os, "sched_setaffinity") else None
-    result = subprocess.run([sys.executable, "-m", "bert4rec_tf.calibration"], capture_output=True, text=True,
-                            timeout=600, preexec_fn=pin, cwd=REPO)
+    result = subprocess.run([sys.executable, "-m", "bert4rec_tf.experiments.calibration"], capture_output=True,
+                            text=True, timeout=600, preexec_fn=pin, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
     speed = json.loads(result.stdout.strip().splitlines()[-1])
     assert speed["float32_gflops"] > 0.5 and speed["stream_gbs"] > 0.05
@@ -504,7 +504,7 @@ def test_a_run_on_cores_at_less_than_half_its_experiments_fastest_is_not_started
     """The Xeon of the third 2026-11-25 session (stream 0.9 against the EPYC's 5.94 GB/s) is refused;
     the slower EPYC (142 against 204 GFLOP/s, -30%) starts, and its report flags it; runs without a
     measurement give no reference."""
-    from bert4rec_tf.scripts.reproduce import slower_cores
+    from bert4rec_tf.experiments.reproduce import slower_cores
 
     speeds = [[_speed(204.0, 6.0)], [_speed(150.0, 5.9), _speed(190.0, 5.0)], [], [{"cores": 1}]]
     why = slower_cores(_speed(142.0, 0.9), speeds)
@@ -520,7 +520,7 @@ def _run_reproduce_in_process(tmp_path, monkeypatch, measured, *flags, experimen
     """reproduce.py's main for one run on Beauty (table2's BERT4Rec), with the cores measured as
     `measured` and a train command that does nothing; in --results_dir a record of table2's SASRec
     (ce) whose cores measured 204 GFLOP/s and 6 GB/s, in --out a started POP run (never compared)."""
-    from bert4rec_tf.scripts import reproduce as script
+    from bert4rec_tf.experiments import reproduce as script
 
     results, out = tmp_path / "results", tmp_path / "out"
     (results / "table2").mkdir(parents=True)
@@ -569,7 +569,7 @@ def _sweep_row(dataset, value, ndcg):
 def test_a_sweep_says_its_best_value_and_whether_the_papers_is_level_with_it():
     """ML-1m (6,040 test users): 2 SE between 0.47 and 0.46 is about 0.0181, so 0.46 is level with
     0.47 and 0.43 is not; the paper's best rho on ML-1m is 0.2, its best N by NDCG@10 200."""
-    from bert4rec_tf.reproduction import paper_best_value, sweep_summary
+    from bert4rec_tf.experiments.reproduction import paper_best_value, sweep_summary
 
     rows = [_sweep_row("ml-1m", 0.1, 0.43), _sweep_row("ml-1m", 0.2, 0.46), _sweep_row("ml-1m", 0.3, 0.47),
             _sweep_row("beauty", 0.6, 0.18)]

@@ -35,10 +35,19 @@ sys.exit(code)
 """
 
 
-def command_module(name: str) -> ast.Module:
-    """The parsed source of bert4rec_tf/scripts/<name>.py (importing it would define its flags here)."""
-    with open(os.path.join(REPO, "bert4rec_tf", "scripts", f"{name}.py"), encoding="utf-8") as handle:
+def _parse(module: str) -> ast.Module:
+    with open(os.path.join(REPO, *module.split(".")) + ".py", encoding="utf-8") as handle:
         return ast.parse(handle.read())
+
+
+def command_module(name: str) -> ast.Module:
+    """The parsed source of the command bert4rec_tf/scripts/<name>.py, or of the module it takes its
+    `main` from (an entry point of the experiments); importing it would define its flags here."""
+    entry = _parse(f"bert4rec_tf.scripts.{name}")
+    for node in entry.body:
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "main" for alias in node.names):
+            return _parse(node.module)
+    return entry
 
 
 @pytest.mark.parametrize("flag", ["--help", "--helpfull"])

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from bert4rec_tf import cli
-from bert4rec_tf.config import RECIPES, preset
+from bert4rec_tf.config import RECIPES
+from bert4rec_tf.tasks import preset
 from bert4rec_tf.files import read_json, write_json_atomic
 from tests.conftest import REPO, toy_sequences, write_pairs
 from tests.training.test_bad_runs import TINY

@@ -9,35 +9,70 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
 from bert4rec_tf import cli
-from bert4rec_tf.training.trainer import budget_plan, warmup_warning
+from bert4rec_tf.config import TrainConfig
+from bert4rec_tf.training.schedule import budget_plan, train_intervals, warmup_warning
 from tests.conftest import REPO, event_scalars, toy_sequences, write_pairs
+
+
+class Replaced(Exception):
+    """The process running the loop is replaced (killed, then resumed)."""
 
 
 def simulate(budget: float, pace: float, every: int, probe: int = 100, cap: int = 10**9, overhead: float = 0.0,
              resumed_after: int | None = None, totals: list | None = None):
-    """Runs the plan against a clock where a step takes `pace` s and each interval `overhead` s more.
+    """Runs the trainer's loop (`train_intervals`) against a clock where a step takes `pace` s and each
+    interval `overhead` s more, and a `fit` that only advances that clock and the state.
 
-    As the trainer does, the plan is kept (`scheduled`) only once the pace is measured. After
-    `resumed_after` intervals the process is replaced (a resume): the new one has not measured the
-    pace. `totals` collects the total each interval was trained towards.
+    The pace becomes known after the first interval of a process, as `PaceMeter` measures it. After
+    `resumed_after` intervals the process is replaced (a resume): the new one starts the loop again
+    with the saved state and no measured pace. `totals` collects the total each interval was trained
+    towards. Returns (steps done, seconds elapsed, the state's scheduled total, the intervals' steps).
     """
-    done, elapsed, scheduled, measured, intervals = 0, 0.0, None, None, []
-    while True:
-        steps, total = budget_plan(done, elapsed, budget, cap, every, probe, scheduled, measured, overhead)
-        if not steps:
-            return done, elapsed, scheduled, intervals
-        if measured is not None:
-            scheduled = total
+    state, clock, intervals = {"step": 0, "scheduled": None}, [0.0], []
+    train = TrainConfig(time_budget=budget, train_steps=cap, warmup_steps=probe)
+    schedule_total = [None]
+
+    def fit(count: int, steps: int) -> None:
+        assert count == 1
         if totals is not None:
-            totals.append(total)
-        done += steps
-        elapsed += steps * pace + overhead
+            totals.append(schedule_total[0])
+        state["step"] += steps
+        clock[0] += steps * pace + overhead
         intervals.append(steps)
-        measured = None if len(intervals) == resumed_after else pace
+        meter.pace, meter.overhead = pace, overhead
+        if len(intervals) == resumed_after:
+            raise Replaced
+
+    def run() -> None:
+        train_intervals(fit, state, train, every, meter, lambda: clock[0],
+                        lambda total: schedule_total.__setitem__(0, total), lambda: False)
+
+    meter = types.SimpleNamespace(pace=None, overhead=0.0)
+    try:
+        run()
+    except Replaced:
+        meter = types.SimpleNamespace(pace=None, overhead=0.0)
+        run()
+    return state["step"], clock[0], state["scheduled"], intervals
+
+
+def test_fixed_steps_train_in_intervals_until_stopped():
+    calls, state = [], {"step": 0, "scheduled": None}
+
+    def fit(count, steps):
+        calls.append((count, steps))
+        state["step"] += count * steps
+
+    train_intervals(fit, state, TrainConfig(train_steps=32), 5, None, None, None, lambda: False)
+    assert calls == [(6, 5), (1, 2)] and state["step"] == 32
+    calls.clear()
+    train_intervals(fit, {"step": 0}, TrainConfig(train_steps=32), 5, None, None, None, lambda: True)
+    assert calls == []
 
 
 def test_the_schedule_ends_at_zero_at_the_deadline():

@@ -8,24 +8,15 @@ import os
 import numpy as np
 
 from bert4rec_tf.constants import metric_label
-from bert4rec_tf.reproduction import PAPER_BEST_MASK_PROB, SWEEPS, paper_sweep_points
-
-
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError as error:
-        raise ImportError("the report's figures need matplotlib: pip install -e \".[report]\"") from error
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+from bert4rec_tf.evaluation.attention_plot import attention_panel, pyplot
+from bert4rec_tf.experiments.plans import SWEEPS
+from bert4rec_tf.experiments.published import PAPER_BEST_MASK_PROB, paper_sweep_points
+from bert4rec_tf.files import atomic_path
 
 
 def _save(figure, path: str) -> str:
-    temporary = f"{path}.tmp-{os.getpid()}.png"
-    figure.savefig(temporary, dpi=110, bbox_inches="tight")
-    os.replace(temporary, path)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=110, bbox_inches="tight")
     return path
 
 
@@ -50,13 +41,13 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
     """Validation quality against training time (minutes; `x="step"`: against training steps, the
     view that does not depend on the machine's pace): one row per data set, one panel per
     metric (the sampled and the full-ranking view, which can order the runs differently), one line per
-    run (the runs' records, `bert4rec_tf.reproduction.make_record`). A run without a curve (POP, which
-    does not train) is a dashed horizontal line at its test value.
+    run (the runs' records, `bert4rec_tf.experiments.records.make_record`). A run without a curve
+    (POP, which does not train) is a dashed horizontal line at its test value.
 
     `order` names the experiment's settings (runs) in its plan's order: a setting keeps its line style
     and its place in the legend in every panel and in every figure drawn with the same `order`, whichever
     runs have finished. Settings not in it follow, in the records' order."""
-    plt = _pyplot()
+    plt = pyplot()
     names = list(dict.fromkeys([*(order or []), *(record["setting"] for record in records)]))
     styles = dict(zip(names, line_styles(len(names))))
     records = sorted(records, key=lambda record: names.index(record["setting"]))
@@ -117,7 +108,7 @@ def runs_figure(curves: dict[str, list[dict]], metrics: list[str], path: str, x:
             "samples": training sequences seen).
         title: the figure's title.
     """
-    plt = _pyplot()
+    plt = pyplot()
     figure, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4), squeeze=False)
     for axis, metric in zip(axes[0], metrics):
         for (label, points), style in zip(curves.items(), line_styles(len(curves))):
@@ -149,7 +140,7 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
     """Test pop-100 HR@10 and NDCG@10 against the swept value, per data set, beside the paper's shape:
     its Table 4 numbers for max_len (dotted), its best rho for mask_prob (a vertical line); for
     max_len also the training samples/s (right axis)."""
-    plt = _pyplot()
+    plt = pyplot()
     by_dataset: dict[str, dict[float, dict]] = {}
     for row in rows:
         if row["value"] is not None:
@@ -192,42 +183,6 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
     return _save(figure, path)
 
 
-def _attention_panel(figure, axis, matrix: np.ndarray, title: str, last_label: str = "[mask]",
-                     query_label: bool = True) -> None:
-    """One heat map of `attention_figure`: rows queries, columns keys, the window's last position named
-    `last_label`, earlier ones by their offset from it (-1, -2, ...), with a colour bar."""
-    last = len(matrix)
-    labels = [str(i - last + 1) for i in range(last - 1)] + [last_label]
-    image = axis.imshow(matrix, cmap="viridis", vmin=0)
-    axis.set_title(title)
-    axis.set_xticks(range(last), labels, fontsize=7, rotation=90)
-    axis.set_yticks(range(last), labels, fontsize=7)
-    axis.set_xlabel("key position")
-    if query_label:
-        axis.set_ylabel("query position")
-    figure.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
-
-
-def attention_head_pixels(matrix: np.ndarray, title: str, last_label: str = "[mask]", dpi: int = 100) -> np.ndarray:
-    """One head's heat map drawn as in `attention_figure` (axes, position labels, colour bar), as uint8
-    pixels [1, height, width, 3] for a TensorBoard image summary.
-
-    Args:
-        matrix: float [last, last] attention among the window's positions (rows queries).
-        title: the panel's title.
-        last_label: the name of the window's last position ("[mask]" for the Cloze models).
-        dpi: pixels per inch of the 4.6 x 4 inch figure.
-    """
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(4.6, 4.0), dpi=dpi, layout="constrained")
-    try:
-        _attention_panel(figure, axis, matrix, title, last_label)
-        figure.canvas.draw()
-        return np.asarray(figure.canvas.buffer_rgba())[None, :, :, :3].copy()
-    finally:
-        plt.close(figure)
-
-
 def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 10) -> str:
     """The paper's heat-map figure: the average attention among the last `last` positions ([mask]
     last) of the validation histories, one panel per layer and head, rows queries, columns keys."""
@@ -235,7 +190,7 @@ def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 1
     from bert4rec_tf.evaluation.attention import average_last_attention
     from bert4rec_tf.training.trainer import load_finished_run
 
-    plt = _pyplot()
+    plt = pyplot()
     model, prepared, config = load_finished_run(model_dir)
     histories = evaluation_histories(prepared.sequences(), "valid", config.data.max_len)[0][:users]
     weights = average_last_attention(model, histories, last)  # [layers, heads, last, last]
@@ -244,8 +199,8 @@ def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 1
     figure.subplots_adjust(wspace=0.35, hspace=0.45)
     for layer in range(layers):
         for head in range(heads):
-            _attention_panel(figure, axes[layer][head], weights[layer, head], f"layer {layer + 1}, head {head + 1}",
-                             query_label=head == 0)
+            attention_panel(figure, axes[layer][head], weights[layer, head], f"layer {layer + 1}, head {head + 1}",
+                            query_label=head == 0)
     run = os.path.basename(os.path.normpath(model_dir))
     figure.suptitle(f"{run}: average attention over the last {last} positions ({len(histories)} validation users)")
     return _save(figure, path)

@@ -14,7 +14,7 @@ Both run on the cores of the calling process (its CPU affinity), beside whatever
 machine, as the training after it will. `reproduce.py` measures every run's cores just before it
 trains and keeps the figures in the run's record; reports flag runs whose machines differ.
 
-    python -m bert4rec_tf.calibration   # prints one JSON line
+    python -m bert4rec_tf.experiments.calibration   # prints one JSON line
 """
 
 from __future__ import annotations

@@ -1,0 +1,38 @@
+"""Every random stream of the data, in one table, and the stateless seed of one instance.
+
+All randomness of preparation and training derives from the data seed (`DataConfig.seed`):
+
+- the streams of `Stream`: each instance's stateless seed is `instance_seed(seed, stream, *keys)`, so a
+  stream is a pure function of its keys (a resumed run continues it exactly, and two streams never
+  share draws);
+- the evaluation candidates (`bert4rec_tf.data.candidates`): user u's generator is seeded with
+  (seed, protocol, stage, u);
+- the model's initial weights and dropout: `keras.utils.set_random_seed(seed)` before the model is built.
+
+A new stream takes the next free number here; an old number is never reused, since that would
+change what existing runs drew.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import tensorflow as tf
+
+
+class Stream(enum.IntEnum):
+    """The stateless random streams, by number (part of every instance's seed)."""
+
+    STATIC_INSTANCES = 0    # the masked TFRecords: (window, copy) masks and the files' order
+    DYNAMIC_MASKING = 1     # fresh masks: (epoch) window order, (epoch, window) masks
+    NEXT_ITEM = 2           # next-item instances: (epoch) window order, (epoch, window) negatives
+    MATCH_NEGATIVES = 3     # the matching task's negatives, by instance number
+    LENGTH_GROUPS = 4       # length-grouped batches: (chunk) the order of a chunk's batches
+
+
+def instance_seed(base_seed: int, stream: Stream, *keys: tf.Tensor) -> tf.Tensor:
+    """A stateless seed [2] for one instance: `base_seed` folded with `stream` and `keys`."""
+    seed = tf.constant([base_seed, int(stream)], dtype=tf.int64)
+    for key in keys:
+        seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(key, tf.int64))
+    return seed

@@ -1,0 +1,113 @@
+"""A finished run's record and where it comes from: the run's test metrics, validation curve, steps,
+time, train.py settings and the data it read, with its provenance (the commit, the machine, the
+reproduce.py command, the date). A run of one experiment whose settings resolve to another's record is
+that record (`shared_record`)."""
+
+from __future__ import annotations
+
+import os
+
+from bert4rec_tf.experiments.plans import Run, resolved_settings
+from bert4rec_tf.files import read_json
+
+
+def run_status(model_dir: str) -> str:
+    """"finished" (results.json written), "started" (a checkpoint to resume from) or "new"."""
+    if os.path.isfile(os.path.join(model_dir, "results.json")):
+        return "finished"
+    if os.path.isfile(os.path.join(model_dir, "checkpoints", "state.json")):
+        return "started"
+    return "new"
+
+
+# A finished run's record: what the report needs, small enough to commit (no data, no weights), so
+# that an experiment's report grows across sessions and machines (`--results_dir docs/results`).
+RECORD_VERSION = 1
+
+
+def record_path(results_dir: str, experiment: str, run: Run) -> str:
+    return os.path.join(results_dir, experiment, f"{run.name}.json")
+
+
+def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], provenance: dict) -> dict:
+    """The record of the finished run in `model_dir` (see `RECORD_VERSION`). `provenance`: the
+    commit, the machine, the reproduce.py command and the date (`provenance()`)."""
+    results = read_json(os.path.join(model_dir, "results.json"), "run results")
+    state_path = os.path.join(model_dir, "checkpoints", "state.json")
+    state = read_json(state_path, "resume state") if os.path.isfile(state_path) else {}
+    curve_path = os.path.join(model_dir, "validation.json")
+    curve = read_json(curve_path, "validation curve") if os.path.isfile(curve_path) else []
+    data_path = os.path.join(model_dir, "run.json")
+    data = read_json(data_path, "run's data record") if os.path.isfile(data_path) else {}
+    return {"version": RECORD_VERSION, "experiment": experiment, "run": run.name, "dataset": run.dataset,
+            "setting": run.setting, "model": run.model, "value": run.value, "settings": settings,
+            **provenance, "steps": results.get("steps", 0), "seconds": state.get("seconds") or 0.0,
+            "instances": state.get("instances", 0), "test": results["test"], "curve": curve,
+            "data": {key: data[key] for key in ("source", "data_key") if key in data},
+            **{key: results[key] for key in ("above_pop", "pop_validation") if key in results}}
+
+
+def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
+    """The stored record of `run` if it was made with these `settings`, else another experiment's
+    record of the same settings (`shared_record`), else None: a record of other settings does not count."""
+    path = record_path(results_dir, experiment, run)
+    if os.path.isfile(path):
+        record = read_json(path, "run record")
+        if record.get("version") == RECORD_VERSION and record.get("settings") == settings:
+            return record
+    return shared_record(results_dir, experiment, run, settings)
+
+
+def shared_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
+    """A record of another experiment whose train.py settings resolve to these `settings`
+    (`resolved_settings`; the ablation's default is Table 2's BERT4Rec at the same recipe, and the
+    sweeps' runs at the recipe's own value are one run), as `run`'s record with `same_as` naming its
+    origin: one training, not two of the same command. None when no other experiment has one."""
+    if not os.path.isdir(results_dir):
+        return None
+    mine = resolved_settings(settings)
+    for other in sorted(os.listdir(results_dir)):
+        folder = os.path.join(results_dir, other)
+        if other == experiment or not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if not name.startswith(f"{run.dataset}-") or not name.endswith(".json"):
+                continue
+            record = read_json(os.path.join(folder, name), "run record")
+            if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):
+                continue
+            theirs = record.get("settings")
+            if theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine):
+                return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
+                        "value": run.value, "same_as": f"{other}/{record['run']}"}
+    return None
+
+
+def provenance(command: str, root: str, cores: int | None = None) -> dict:
+    """The commit of the checkout at `root` (with "+changes" when it has uncommitted changes to
+    tracked files), the machine (with the `cores` the run may use, default this process's), the
+    command and today's date, for a run's record."""
+    import datetime
+    import platform
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                                  timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short=7", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+changes"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"commit": commit, "machine": f"{cpu}, {cores} of {os.cpu_count()} cores", "command": command,
+            "date": datetime.date.today().isoformat()}

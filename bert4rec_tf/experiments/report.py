@@ -1,0 +1,317 @@
+"""The reproduction report: its rows, where the papers' orders and sweep shapes hold, and its markdown.
+
+`report_rows` reads the records of the finished runs (`bert4rec_tf.experiments.records`);
+`write_report` writes `report.csv` and `report.md` with the published number each run is compared
+with (the protocol that paper used: pop-100 for BERT4Rec, uniform-100 for the matching paper) and
+the relative difference. The figures are in `bert4rec_tf.experiments.figures` (matplotlib, the
+`report` extra).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import posixpath
+import re
+
+from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS, SELECTION_METRIC, metric_label
+from bert4rec_tf.experiments.plans import SWEEPS, Run
+from bert4rec_tf.experiments.published import PAPER_SWEEP_SHAPES, PUBLISHED, PUBLISHED_FULL, paper_best_value
+from bert4rec_tf.files import write_text_atomic
+
+# The metrics the report lists per protocol (its columns).
+PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR"),
+                    "uniform": ("HR@10", "NDCG@10", "MRR"),
+                    "full": ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")}
+COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
+            "date", "above_pop"]
+           + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
+           + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
+
+
+def report_rows(records: list[dict]) -> list[dict]:
+    """One row per published metric of each record (one row when nothing is published).
+
+    `relative_difference` is (ours - published) / published for the metric under the protocol the
+    paper used. `seconds` is the run's training and validation time; `samples_per_second` the
+    training instances over that time. `above_pop`: whether the best validation was clearly above
+    POP's (`bert4rec_tf.training.trainer.pop_warning`); None for records made before it was measured.
+    """
+    rows = []
+    for record in records:
+        seconds = record["seconds"]
+        base = {"run": record["run"], "dataset": record["dataset"], "setting": record["setting"],
+                "model": record["model"], "value": record["value"], "steps": record["steps"],
+                "seconds": round(seconds, 1),
+                "samples_per_second": round(record["instances"] / seconds, 1) if seconds else None,
+                "commit": record.get("commit"), "date": record.get("date"), "above_pop": record.get("above_pop")}
+        for protocol, metrics in PROTOCOL_METRICS.items():
+            for metric in metrics:
+                base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
+        published = [entry for entry in (PUBLISHED.get((record["dataset"], record["setting"])),
+                                         PUBLISHED_FULL.get((record["dataset"], record["setting"]))) if entry]
+        if not published:
+            rows.append({**base, "published_protocol": None, "published_metric": None, "published": None,
+                         "ours": None, "relative_difference": None, "source": None})
+            continue
+        for protocol, values, source in published:
+            for metric, value in values.items():
+                ours = record["test"].get(protocol, {}).get(metric)
+                rows.append({**base, "published_protocol": protocol, "published_metric": metric, "published": value,
+                             "ours": ours, "relative_difference": None if ours is None else (ours - value) / value,
+                             "source": source})
+    return rows
+
+
+_ORDER_METRICS = ("HR@10", "Recall@10", "NDCG@10")
+
+
+def tested_users(dataset: str) -> int | None:
+    """The users a run of `dataset` is tested on (every user once, with the last item): the data set's
+    published user count, None when it has none."""
+    from bert4rec_tf.data.registry import DATASETS
+
+    spec = DATASETS.get(dataset)
+    return spec.paper_counts[0] if spec is not None and spec.paper_counts else None
+
+
+def noise_margin(first: float, second: float, users: int | None) -> float:
+    """Two standard errors of the difference of two test metrics, each a mean over `users` users of
+    a per-user value in [0, 1] with mean m (HR@10 and Recall@10 are 0 or 1, variance m(1 - m); NDCG@10's
+    variance is at most that). The two runs are treated as independent samples: the same users make
+    the real error smaller, so a gap beyond this margin is a real order. 0 when `users` is unknown."""
+    if not users:
+        return 0.0
+    return 2.0 * math.sqrt((first * (1 - first) + second * (1 - second)) / users)
+
+
+def orderings(rows: list[dict]) -> list[dict]:
+    """Pairs of runs of one data set that a paper ranks against each other (both published under the
+    same protocol, metric and source), with whether our runs keep the published order.
+
+    Ablation runs pair with the default only (the paper's question is each change against it); other
+    runs pair with every other. Only HR@10, Recall@10 and NDCG@10 are compared. `holds` is None when
+    either side ties: the published numbers are equal, or ours differ by less than `noise_margin` (two
+    standard errors over the data set's test users, `tested_users`), e.g. 0.6856 against 0.6866 on
+    ML-1m's 6,040 users.
+    """
+    groups: dict[tuple, dict[str, dict]] = {}
+    for row in rows:
+        if row["published"] is None or row["ours"] is None or row["published_metric"] not in _ORDER_METRICS:
+            continue
+        key = (row["dataset"], row["published_protocol"], row["published_metric"], row["source"])
+        groups.setdefault(key, {})[row["setting"]] = row
+    pairs = []
+    for (dataset, protocol, metric, source), by_setting in groups.items():
+        settings = list(by_setting)
+        if "ablation-default" in by_setting:
+            candidates = [("ablation-default", other) for other in settings if other != "ablation-default"]
+        else:
+            candidates = [(a, b) for i, a in enumerate(settings) for b in settings[i + 1:]]
+        for a, b in candidates:
+            first, second = by_setting[a], by_setting[b]
+            published = first["published"] - second["published"]
+            ours = first["ours"] - second["ours"]
+            margin = noise_margin(first["ours"], second["ours"], tested_users(dataset))
+            holds = None if published == 0 or abs(ours) <= margin else (published > 0) == (ours > 0)
+            pairs.append({"dataset": dataset, "first": a, "second": b, "protocol": protocol, "metric": metric,
+                          "source": source, "published": (first["published"], second["published"]),
+                          "ours": (first["ours"], second["ours"]), "margin": margin, "holds": holds})
+    return pairs
+
+
+def sweep_summary(rows: list[dict], experiment: str, dataset: str) -> list[str]:
+    """A sweep's shape on `dataset` in words, beside the paper's: our best value by the test
+    `SELECTION_METRIC`, the values within two standard errors of it (`noise_margin`), and whether the
+    paper's best value is among them. Empty with fewer than two finished values."""
+    key = "/".join(SELECTION_METRIC)
+    points = {}
+    for row in rows:
+        if row["dataset"] == dataset and row["value"] is not None and row.get(key) is not None:
+            points[row["value"]] = row[key]
+    if len(points) < 2:
+        return []
+    label = SWEEPS[experiment].split()[-1]  # rho, N, d
+    best = max(points, key=points.get)
+    users = tested_users(dataset)
+    level = sorted(value for value, ndcg in points.items()
+                   if value != best and points[best] - ndcg < noise_margin(points[best], ndcg, users))
+    text = f"Our best {label} by test {metric_label(SELECTION_METRIC)}: {best:g} ({points[best]:.4f})"
+    text += (f"; within two standard errors of it: {', '.join(f'{v:g}' for v in level)}." if level
+             else "; every other value is more than two standard errors below it." if users
+             else ".")
+    paper = paper_best_value(dataset, experiment)
+    if paper is not None:
+        if paper not in points:
+            text += f" The paper's best, {paper:g}, has no finished run here."
+        elif paper == best or paper in level:
+            text += f" The paper's best, {paper:g}, is {'ours too' if paper == best else 'among them'}: its shape holds."
+        else:
+            text += (f" The paper's best, {paper:g}, is below ours ({points[paper]:.4f}, beyond two standard errors): "
+                     "its shape does not hold at this budget.")
+    if experiment in PAPER_SWEEP_SHAPES:
+        text += f" The paper's figure: {PAPER_SWEEP_SHAPES[experiment]}."
+    return [text]
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+def rebase_links(text: str, subfolder: str) -> str:
+    """`text` written in `subfolder` with its relative links (`[a](../b.md#c)`) rewritten to hold from the
+    folder above it, where the report that quotes it lives; absolute addresses and anchors are kept."""
+    def rebase(match: re.Match) -> str:
+        target = match.group(1)
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            return match.group(0)
+        path, hash_, fragment = target.partition("#")
+        moved = posixpath.normpath(posixpath.join(subfolder, path))
+        return f"]({moved}{hash_}{fragment})"
+    return re.sub(r"\]\(([^)\s]+)\)", rebase, text)
+
+
+def _speed_cell(measurements: list[dict] | None) -> str:
+    from bert4rec_tf.experiments.calibration import FIGURES, speed_range
+
+    spans = [speed_range(measurements, figure) for figure in FIGURES]
+    if not all(spans):
+        return "not measured"
+    return ", ".join(f"{low:g}" if low == high else f"{low:g}-{high:g}" for low, high in spans)
+
+
+def machine_notes(records: list[dict]) -> list[str]:
+    """What the report says about its runs' machines (`bert4rec_tf.experiments.calibration`): the
+    trained runs whose cores were more than 10% slower than the fastest run's on either figure, whose
+    resumes ran on cores that differ by more, and which have no measurement. Empty when all were
+    measured alike."""
+    from bert4rec_tf.experiments.calibration import FIGURES, TOLERANCE, describe, fastest, slower_than, speed_range
+
+    trained = [record for record in records if record.get("model") != "pop"]
+    # Per trained run, the (lowest, highest) of each figure over its starts (None: not measured).
+    spans = {record["run"]: {figure: speed_range(record.get("speed"), figure) for figure in FIGURES}
+             for record in trained}
+    measured = [record for record in trained if all(spans[record["run"]].values())]
+    reference = fastest([record["speed"] for record in measured])
+    notes = []
+    slower = [(record["run"], slower_than(record["speed"], reference)) for record in measured]
+    slower = [(run, found) for run, found in slower if found]
+    if slower:
+        listed = "; ".join(f"{run} ({describe(found)})" for run, found in slower)
+        notes.append(f"**Not equal compute:** these runs' cores were more than {TOLERANCE:.0%} slower than the "
+                     f"fastest run's (its {reference['float32_gflops']:g} GFLOP/s, {reference['stream_gbs']:g} GB/s), "
+                     f"so their budget bought less training: {listed}.")
+    resumed = [record["run"] for record in measured
+               if any(low < (1 - TOLERANCE) * high for low, high in spans[record["run"]].values())]
+    if resumed:
+        notes.append(f"Resumed on cores more than {TOLERANCE:.0%} apart in speed: {', '.join(resumed)}.")
+    unmeasured = [record["run"] for record in trained if not all(spans[record["run"]].values())]
+    if unmeasured and measured:
+        notes.append(f"No speed measurement (recorded before records held one), so equal compute is not shown "
+                     f"for: {', '.join(unmeasured)}.")
+    elif unmeasured:
+        notes.append("No run has a speed measurement (recorded before records held one), so equal compute "
+                     "across machines is not shown.")
+    return [f"{note}\n" for note in notes]
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f}"
+
+
+def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
+                 figures: list[str], notes: str | None = None) -> list[dict]:
+    """Writes `<folder>/<name>.csv` (every column) and `<name>.md` (the tables, `notes` when given,
+    where each run comes from, the figures) from the `records` of the finished `runs`; returns the rows."""
+    rows = report_rows(records)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(os.path.join(folder, f"{name}.csv"), buffer.getvalue())
+
+    finished = {record["run"] for record in records}
+    lines = [f"# Reproduction report: {experiment}", "",
+             "Written by `bert4rec-reproduce` from the records of the finished runs; every run's commit, "
+             "machine, date and settings are listed below it.", "",
+             f"{len(finished)} of {len(runs)} runs finished. Test metrics of each run's best validation "
+             "checkpoint; minutes are training and validation time, samples/s the training instances over it.", ""]
+    commands = list(dict.fromkeys(record["command"] for record in records if record.get("command")))
+    if commands:
+        lines += ["Commands:", "", "```bash", *commands, "```", ""]
+    for dataset in dict.fromkeys(run.dataset for run in runs):
+        lines += [f"## {dataset}", "",
+                  "| run | steps | minutes | samples/s | pop-100 HR@10 / NDCG@10 / MRR "
+                  "| uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
+                  "|---|---|---|---|---|---|---|"]
+        seen = set()
+        for row in rows:
+            if row["dataset"] != dataset or row["run"] in seen:
+                continue
+            seen.add(row["run"])
+            triple = {p: " / ".join(_cell(row[f"{p}/{m}"]) for m in metrics)
+                      for p, metrics in (("pop", ("HR@10", "NDCG@10", "MRR")), ("uniform", ("HR@10", "NDCG@10", "MRR")),
+                                         ("full", ("Recall@10", "NDCG@10", "MRR")))}
+            speed = "" if row["samples_per_second"] is None else f"{row['samples_per_second']:.1f}"
+            flag = " (not above POP)" if row["above_pop"] is False else ""
+            lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
+                         f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
+        if any(row["dataset"] == dataset and row["above_pop"] is False for row in rows):
+            lines += ["", f"Not above POP: the run's best validation {metric_label(SELECTION_METRIC)} was not above "
+                      f"{POP_MARGIN:g} times POP's on the same users: it learned little beyond popularity (too short "
+                      "a run, or a collapse)."]
+        compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
+        if compared:
+            lines += ["", "Beside the published numbers (the protocol each paper used):", "",
+                      "| run | protocol | metric | published | ours | relative difference | source |",
+                      "|---|---|---|---|---|---|---|"]
+            for row in compared:
+                difference = "" if row["relative_difference"] is None else f"{row['relative_difference']:+.1%}"
+                protocol = PROTOCOL_LABELS[row["published_protocol"]]
+                lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
+                             f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
+        summary = sweep_summary(rows, experiment, dataset) if experiment in SWEEPS else []
+        if summary:
+            lines += ["", *summary]
+        pairs = [pair for pair in orderings(rows) if pair["dataset"] == dataset]
+        if pairs:
+            users = tested_users(dataset)
+            noise = (f"; a tie when ours differ by less than two standard errors over the {users:,} test users "
+                     "(the last column)") if users else ""
+            lines += ["", f"Where the published order of two runs holds (each pair as one paper ranked it{noise}):", "",
+                      "| runs | protocol | metric | published | ours | order | 2 SE |", "|---|---|---|---|---|---|---|"]
+            for pair in pairs:
+                protocol = PROTOCOL_LABELS[pair["protocol"]]
+                order = {True: "holds", False: "reversed", None: "tie"}[pair["holds"]]
+                lines.append(f"| {pair['first']} vs {pair['second']} | {protocol} | {pair['metric']} | "
+                             f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "
+                             f"{pair['ours'][0]:.4f} vs {pair['ours'][1]:.4f} | {order} | "
+                             f"{pair['margin']:.4f} |")
+        lines.append("")
+    if notes and notes.strip():
+        lines += ["## Discussion", "", f"Written by hand in `{experiment}/notes.md` beside the records, not by the "
+                  "script; its figures are quoted from the tables above as they stood on its date.", "",
+                  rebase_links(notes.strip(), experiment), ""]
+    if records:
+        lines += ["## Where each run comes from", "", *machine_notes(records),
+                  "| run | commit | date | machine | float32 GFLOP/s, stream GB/s | train.py settings |",
+                  "|---|---|---|---|---|---|"]
+        for record in records:
+            origin = f" (the record of {record['same_as']})" if record.get("same_as") else ""
+            lines.append(f"| {record['run']}{origin} | {record.get('commit', '')} | {record.get('date', '')} | "
+                         f"{record.get('machine', '')} | {_speed_cell(record.get('speed'))} | "
+                         f"`{' '.join(record['settings'])}` |")
+        lines.append("")
+    missing = [run.name for run in runs if run.name not in finished]
+    if missing:
+        lines += [f"Not finished yet: {', '.join(missing)}. Re-run the command to continue.", ""]
+    for figure in figures:
+        lines += [f"![{os.path.basename(figure)}]({os.path.relpath(figure, folder)})", ""]
+    write_text_atomic(os.path.join(folder, f"{name}.md"), "\n".join(lines))
+    return rows

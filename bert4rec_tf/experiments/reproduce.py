@@ -1,0 +1,367 @@
+"""Reruns a paper's experiment and writes a report beside the published numbers.
+
+    bert4rec-reproduce table2 --datasets ml-1m,beauty --budget 20m --out reports/table2 \\
+        --source_file ml-1m=../shared/datasets/ml-1m/ml-1m.txt.gz \\
+        --source_file beauty=../shared/datasets/beauty/beauty.txt.gz
+    bert4rec-reproduce ablation --datasets ml-1m --budget 10m --out reports/ablation --dry_run
+
+Experiments: table2 (POP, SASRec bce and ce, BERT4Rec with 1 mask, BERT4Rec, BERT4Rec with the
+matching task), ablation (the BERT4Rec paper's Table 5 and the matching paper's only-mask and
+only-matching rows), mask_prob (rho 0.1 ... 0.9), max_len (the paper's Table 4 lengths, with the
+training samples/s) and hidden_size (d 16 ... 256).
+
+Each run is an ordinary model directory, `<out>/runs/<dataset>-<setting>`, trained by bert4rec-train
+(bert4rec-evaluate and TensorBoard read it). Re-running the same command skips finished runs and resumes
+unfinished ones. The runs use --recipe (default cpu-30m; docs/training.md) with
+--budget as each run's time budget, or --train_steps steps. The report (`report.md`, `report.csv`
+and PNG figures) is rewritten after every run. With --deadline no run starts that would end after
+it (a job's or a session's end): the runs left over train when the command is given again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import sys
+import time
+
+from bert4rec_tf import cli
+from bert4rec_tf.config import PRESETS
+from bert4rec_tf.tasks import recipe_overrides
+from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
+from bert4rec_tf.experiments.plans import EXPERIMENTS, SWEEPS, derived_flags, plan, run_settings
+from bert4rec_tf.experiments.records import make_record, provenance, read_record, record_path, run_status
+from bert4rec_tf.experiments.report import report_rows, write_report
+from bert4rec_tf.experiments.scheduler import PACKAGE_ROOT, TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
+from bert4rec_tf.files import atomic_path, read_json, write_json_atomic
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = cli.argument_parser(__doc__)
+    parser.add_argument("experiment", choices=list(EXPERIMENTS))
+    parser.add_argument("--datasets", default="ml-1m,beauty", help="comma-separated data sets")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--budget", default=None, help="wall-clock time per run, e.g. 20m (train.py --time_budget)")
+    length.add_argument("--train_steps", type=int, default=None, help="steps per run instead of a budget")
+    parser.add_argument("--recipe", default="cpu-30m", help="train.py --recipe for every run (paper: the presets)")
+    parser.add_argument("--out", required=True, help="folder of the runs and the report")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--eval_every", type=int, default=500)
+    parser.add_argument("--data_dir", default=None, help="train.py --data_dir")
+    parser.add_argument("--source_file", action="append", default=[], metavar="DATASET=PATH",
+                        help="a local source file for a data set (repeatable); otherwise train.py downloads it")
+    parser.add_argument("--extra", default="", help="more train.py flags for every run (quoted)")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated settings to run (e.g. pop,bert4rec): a part of the plan")
+    parser.add_argument("--dry_run", action="store_true", help="print the plan and exit")
+    parser.add_argument("--no_figures", action="store_true", help="write report.md and report.csv only")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs trained at once, each pinned to its own share of this process's cores (e.g. 2 "
+                             "on 2 cores: one core each, so every run gets the same compute)")
+    parser.add_argument("--deadline", default=None,
+                        help="start no run expected to end after this: a time of day HH:MM (its next occurrence, "
+                             "local time) or a duration from now (e.g. 2h40m). A run is expected to take its budget "
+                             "and 5 minutes of preparation, test and export, or as long as the runs trained before "
+                             "it in this command took; runs not started train when the command is given again")
+    parser.add_argument("--allow_slower_cores", action="store_true",
+                        help=f"train a run even when its cores measure more than {START_TOLERANCE * 100:.0f}%% slower than the fastest cores "
+                             "that trained a run of the experiment (by default it is not started: its budget would "
+                             "buy less training than theirs); the report flags such runs")
+    parser.add_argument("--results_dir", default=None,
+                        help="also keep each finished run's record (<dir>/<experiment>/<run>.json: metrics, curve, "
+                             "commit, machine, settings; no data or weights) and write the report to "
+                             "<dir>/<experiment>.md, e.g. docs/results. A run with a record of the same settings "
+                             "is finished: the report grows across sessions and machines")
+    return parser.parse_args(argv)
+
+
+def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
+    """The train command line of `run`."""
+    command = [*TRAIN, "--dataset", run.dataset, "--model", run.model, "--model_dir", os.path.join(args.out, "runs", run.name),
+               "--seed", str(args.seed), "--eval_every", str(args.eval_every), "--recipe", args.recipe]
+    if args.budget:
+        command += ["--time_budget", args.budget]
+    if args.train_steps:
+        command += ["--train_steps", str(args.train_steps)]
+        if args.recipe != "paper":
+            command += ["--config", "time_budget=0"]
+    if args.data_dir:
+        command += ["--data_dir", args.data_dir]
+    if run.dataset in sources:
+        command += ["--source_file", sources[run.dataset]]
+    command += list(run.flags)
+    extra = shlex.split(args.extra)
+    return command + derived_flags(run, run_settings(command[len(TRAIN):]), extra) + extra
+
+
+def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
+    """The run's train.py settings: its command line without the script and the local paths."""
+    return run_settings(train_command(run, args, sources)[len(TRAIN):])
+
+
+def _figures(args: argparse.Namespace, folder: str, records: list[dict], rows: list[dict]) -> list[str]:
+    """The report's figures in `folder`: validation curves, the sweep, the best BERT4Rec's attention
+    (drawn from its run folder when it is here, else kept from an earlier report)."""
+    from bert4rec_tf.experiments import figures
+
+    os.makedirs(folder, exist_ok=True)
+    # One figure of validation quality against minutes per data set: the equal-compute view. A run
+    # has the same line style in every data set's figure (the plan's order).
+    datasets = list(dict.fromkeys(record["dataset"] for record in records))
+    order = list(dict.fromkeys(run.setting for run in plan(args.experiment, datasets)))
+    # Beside it, quality against steps: the view that holds when the runs' machines differ in pace.
+    made = [figures.curves_figure([record for record in records if record["dataset"] == dataset],
+                                  os.path.join(folder, f"validation_{name}_{dataset}.png"), order=order, x=x)
+            for dataset in datasets for name, x in (("curves", "minutes"), ("steps", "step"))]
+    if args.experiment in SWEEPS:
+        made.append(figures.sweep_figure(rows, args.experiment, os.path.join(folder, f"{args.experiment}.png")))
+    bert4rec = [row for row in rows if row["model"] == "bert4rec" and row.get("pop/NDCG@10") is not None]
+    attention = os.path.join(folder, "attention.png")
+    if bert4rec:
+        best = max(bert4rec, key=lambda row: row["pop/NDCG@10"])
+        model_dir = os.path.join(args.out, "runs", best["run"])
+        if run_status(model_dir) == "finished":
+            made.append(figures.attention_figure(model_dir, attention))
+        elif os.path.isfile(attention):
+            made.append(attention)
+    return [path for path in made if path]
+
+
+def _provenance_file(model_dir: str) -> str:
+    return os.path.join(model_dir, "reproduce.json")
+
+
+def _start_provenance(model_dir: str, command: str, cores: list[int] | None, settings: list[str],
+                      speed: dict | None = None) -> None:
+    """Notes which commit and machine (and how many cores) train the run, with which settings and how
+    fast its cores were (`machine_speed`; one measurement per start), the commit and machine joined
+    when a resume changes them."""
+    now = {**provenance(command, PACKAGE_ROOT, len(cores) if cores else None), "settings": settings,
+           "speed": [speed] if speed else []}
+    path = _provenance_file(model_dir)
+    if os.path.isfile(path):
+        before = read_json(path, "run provenance")
+        for key in ("commit", "machine"):
+            if now[key] not in before[key].split(" + "):
+                now[key] = f"{before[key]} + {now[key]}"
+        now["date"] = before["date"] if before["date"] == now["date"] else f"{before['date']} to {now['date']}"
+        now["speed"] = before.get("speed", []) + now["speed"]
+    os.makedirs(model_dir, exist_ok=True)
+    write_json_atomic(path, now)
+
+
+def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], command: str) -> list[dict]:
+    """The records of the finished runs: from their run folders (stored in --results_dir when given),
+    else the --results_dir record made with the same settings."""
+    records = []
+    for run in runs:
+        model_dir = os.path.join(args.out, "runs", run.name)
+        settings = _settings(run, args, sources)
+        record = read_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
+        if run_status(model_dir) == "finished" and record is None:
+            origin = (read_json(_provenance_file(model_dir), "run provenance")
+                      if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_ROOT))
+            if origin.pop("settings", settings) != settings:
+                continue  # trained with other settings: not a result of this command
+            record = make_record(model_dir, run, args.experiment, settings, origin)
+            if args.results_dir:
+                path = record_path(args.results_dir, args.experiment, run)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                write_json_atomic(path, record)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def report(args: argparse.Namespace, runs, sources: dict[str, str], command: str) -> None:
+    records = collect_records(args, runs, sources, command)
+    rows = report_rows(records)
+    figures = [] if args.no_figures or not rows else _figures(args, args.out, records, rows)
+    write_report(args.out, "report", args.experiment, runs, records, figures)
+    if args.results_dir:
+        # The same records make the same figures: copied, not drawn again (the attention figure runs
+        # the model). An attention figure kept from an earlier session stays when none is drawn here.
+        folder = os.path.join(args.results_dir, args.experiment)
+        os.makedirs(folder, exist_ok=True)
+        copies = []
+        for figure in figures:
+            copy = os.path.join(folder, os.path.basename(figure))
+            with atomic_path(copy) as temporary:
+                shutil.copyfile(figure, temporary)
+            copies.append(copy)
+        kept = os.path.join(folder, "attention.png")
+        if figures and kept not in copies and os.path.isfile(kept) and any(row["model"] == "bert4rec" for row in rows):
+            copies.append(kept)
+        notes = os.path.join(folder, "notes.md")
+        text = None
+        if os.path.isfile(notes):
+            with open(notes, encoding="utf-8") as handle:
+                text = handle.read()
+        write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies, notes=text)
+
+
+def report_datasets(asked: list[str], recorded: list[str]) -> list[str]:
+    """The data sets a report covers, in the presets' order (ML-1m first) whichever command wrote it."""
+    order = list(PRESETS)
+    return sorted(dict.fromkeys(asked + recorded), key=lambda name: order.index(name) if name in order else len(order))
+
+
+def _experiment_records(args: argparse.Namespace, experiment: str | None = None) -> list[dict]:
+    """The records of this (or another) experiment in --results_dir (files that are not records are
+    passed over)."""
+    folder = os.path.join(args.results_dir, experiment or args.experiment) if args.results_dir else None
+    if not folder or not os.path.isdir(folder):
+        return []
+    records = []
+    for file in sorted(os.listdir(folder)):
+        if file.endswith(".json"):
+            try:
+                record = read_json(os.path.join(folder, file), "run record")
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "dataset" in record:
+                records.append(record)
+    return records
+
+
+def _recorded_datasets(args: argparse.Namespace) -> list[str]:
+    """Data sets that have records of this experiment in --results_dir (they stay in its report)."""
+    return [record["dataset"] for record in _experiment_records(args)]
+
+
+def compared_speeds(args: argparse.Namespace, runs) -> list[list[dict]]:
+    """The cores' measurements of the runs that a new run of this experiment is compared with: its
+    records in --results_dir and the starts noted in the run folders of `runs` under --out; while
+    none of those was measured, every experiment's records in --results_dir (their budgets are the
+    same compute on the same kind of core). POP, which trains nothing, is left out."""
+    def trained(records: list[dict]) -> list[list[dict]]:
+        return [record.get("speed") or [] for record in records if record.get("model") != "pop"]
+
+    speeds = trained(_experiment_records(args))
+    for run in runs:
+        path = _provenance_file(os.path.join(args.out, "runs", run.name))
+        if run.model != "pop" and os.path.isfile(path):
+            speeds.append(read_json(path, "run provenance").get("speed") or [])
+    if not fastest(speeds):
+        speeds += [speed for experiment in EXPERIMENTS if experiment != args.experiment
+                   for speed in trained(_experiment_records(args, experiment))]
+    return speeds
+
+
+def slower_cores(speed: dict, speeds: list[list[dict]]) -> str | None:
+    """Why a run measured at `speed` is not started (its cores more than START_TOLERANCE slower, on
+    either figure, than the fastest of `speeds`), or None when it may start."""
+    reference = fastest(speeds)
+    found = slower_than([speed], reference, START_TOLERANCE)
+    if not found:
+        return None
+    return (f"its cores measure {speed['float32_gflops']:g} GFLOP/s and {speed['stream_gbs']:g} GB/s "
+            f"({describe(found)} against the fastest cores of the runs it is compared with: "
+            f"{reference['float32_gflops']:g} GFLOP/s, {reference['stream_gbs']:g} GB/s), so its budget would buy "
+            "less training than theirs")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = "bert4rec-reproduce " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    try:
+        datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+        runs = plan(args.experiment, datasets)
+        if args.only:
+            wanted = {name.strip() for name in args.only.split(",")}
+            unknown = wanted - {run.setting for run in runs}
+            if unknown:
+                raise ValueError(f"--only: no run {', '.join(sorted(unknown))} in {args.experiment}; "
+                                 f"its runs: {', '.join(dict.fromkeys(run.setting for run in runs))}")
+            runs = [run for run in runs if run.setting in wanted]
+        if any("=" not in item for item in args.source_file):
+            raise ValueError("--source_file takes DATASET=PATH")
+        sources = dict(item.split("=", 1) for item in args.source_file)
+        if args.budget:
+            cli.parse_duration(args.budget, "--budget")
+        deadline = parse_deadline(args.deadline, time.time()) if args.deadline else None
+        groups: list[list[int] | None] = core_groups(args.jobs, usable_cores()) if args.jobs > 1 else [None]
+        # The report covers the whole plan of every data set asked for or already recorded.
+        reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
+        for run in reported:  # every run the report reads: a plan whose settings cannot be resolved fails here
+            _settings(run, args, sources)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    missing = [path for path in sources.values() if not os.path.isfile(path)]
+    if missing:
+        print(f"error: --source_file {missing[0]} does not exist", file=sys.stderr)
+        return 1
+
+    def status(run) -> str:
+        model_dir = os.path.join(args.out, "runs", run.name)
+        state = run_status(model_dir)
+        settings = _settings(run, args, sources)
+        origin = _provenance_file(model_dir)
+        if state != "new" and os.path.isfile(origin) and read_json(origin, "run provenance").get("settings",
+                                                                                                settings) != settings:
+            return "other settings"
+        if state != "finished" and args.results_dir and read_record(args.results_dir, args.experiment, run, settings):
+            return "recorded"
+        return state
+
+    if args.dry_run:
+        length = (f"for {args.budget}" if args.budget else f"{args.train_steps} steps" if args.train_steps
+                  else "as the recipe says")
+        print(f"{args.experiment}: {len(runs)} runs, each {length} (recipe {args.recipe})")
+        for index, run in enumerate(runs, 1):
+            print(f"{index:>3}. {run.name:<32} [{status(run)}] "
+                  f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
+        return 0
+    states = {run.name: status(run) for run in runs}
+    clashes = [name for name, state in states.items() if state == "other settings"]
+    if clashes:
+        print(f"error: {os.path.join(args.out, 'runs', clashes[0])} was trained with other settings than this "
+              "command's; give another --out, or the flags it was started with (--dry_run lists the plan)",
+              file=sys.stderr)
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    todo = []
+    for index, run in enumerate(runs, 1):
+        state = states[run.name]
+        if state == "finished":
+            print(f"run {index}/{len(runs)}: {run.name} finished earlier, skipped", flush=True)
+        elif state == "recorded":
+            shared = read_record(args.results_dir, args.experiment, run, _settings(run, args, sources)).get("same_as")
+            where = f"as {shared} " if shared else ""
+            print(f"run {index}/{len(runs)}: {run.name} recorded in {args.results_dir} {where}with these settings, "
+                  "skipped", flush=True)
+        else:
+            todo.append((index, run, state))
+
+    def run_budget(run) -> float:
+        return cli.parse_duration(args.budget) if args.budget else float(
+            recipe_overrides(args.recipe, run.dataset, run.model).get("time_budget", 0.0))
+
+    def refuse(run, speed: dict) -> str | None:
+        return None if args.allow_slower_cores else slower_cores(speed, compared_speeds(args, reported))
+
+    def prepare(run, cores: list[int] | None, speed: dict | None) -> list[str]:
+        settings = _settings(run, args, sources)
+        _start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed)
+        return train_command(run, args, sources)
+
+    failed, postponed, refused, spent = run_jobs(todo, len(runs), groups, deadline, args.out, run_budget, refuse,
+                                                 prepare, lambda: report(args, reported, sources, command))
+    if failed:
+        return 1  # the report was written when the run failed
+    if not spent:  # every run was skipped: the report has not been written in this call
+        report(args, reported, sources, command)
+    if postponed:
+        print(f"{len(postponed)} run{'s' * (len(postponed) > 1)} not started before the deadline "
+              f"({', '.join(postponed)}): give the command again to train "
+              f"{'them' if len(postponed) > 1 else 'it'}", flush=True)
+    print(f"report: {os.path.join(args.out, 'report.md')}"
+          + (f" and {os.path.join(args.results_dir, args.experiment + '.md')}" if args.results_dir else ""))
+    return 1 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

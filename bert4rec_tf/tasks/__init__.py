@@ -1,0 +1,21 @@
+"""Model families as Tasks (see `bert4rec_tf.tasks.base`), registered by name.
+
+Adding a family: one module with its `Task` subclass (model, training stream, features, presets) and
+one `register_task` line below; docs/architecture.md walks through an example.
+"""
+
+from bert4rec_tf.tasks.base import Task
+from bert4rec_tf.tasks.cloze import ClozeTask
+from bert4rec_tf.tasks.matching import MatchingTask
+from bert4rec_tf.tasks.next_item import NextItemTask
+from bert4rec_tf.tasks.popularity import PopularityTask
+from bert4rec_tf.tasks.registry import (REFERENCE_TASK, TASKS, get_task, preset, preset_names, recipe_overrides,
+                                        reference_model, register_task, task_of_preset, validate)
+
+register_task(ClozeTask())
+register_task(NextItemTask())
+register_task(MatchingTask())
+register_task(PopularityTask())
+
+__all__ = ["REFERENCE_TASK", "TASKS", "Task", "get_task", "preset", "preset_names", "recipe_overrides",
+           "reference_model", "register_task", "task_of_preset", "validate"]

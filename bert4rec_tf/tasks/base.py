@@ -1,0 +1,101 @@
+"""The `Task`: what makes a model family different, behind one interface.
+
+The trainer, the evaluator, the export and the commands take any registered Task and never name a
+model or a kind of training data. A Task owns:
+
+- its presets (`presets`: preset name -> scope ("*" or a data set) -> overrides) and what the
+  short-budget `cpu-*` recipes change for it (`cpu_recipes`: preset name -> data set -> overrides);
+- validating its settings (`validate`, beside the generic checks of `ExperimentConfig.validate`);
+- building its model from the model section (`build_model`);
+- its training stream (`training_stream`): a pure function of the first instance number, so that a
+  resumed run continues it exactly; its seeds come from `bert4rec_tf.data.seeds.Stream`;
+- which features of a training batch run along the sequence, and on which side they are padded
+  (`sequence_features`, `padded_left`), for padding-aware batches;
+- the features of its validation loss (`loss_features`);
+- what its attention heat maps show at the last position (`attention_last_label`; None: none).
+
+This module and every task module import TensorFlow, Keras and the models only inside methods, so
+that the presets (and the commands' `--help`) answer without loading TensorFlow.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from bert4rec_tf.config import ExperimentConfig, ModelConfig
+
+# preset name -> scope ("*": every data set, or a data set's name) -> {config key: value}
+Presets = dict[str, dict[str, dict[str, Any]]]
+
+
+class Task:
+    """A model family: its presets, settings checks, model, training stream and validation features.
+
+    Subclasses set `name` (the `model.name` of their configurations) and `presets`, and override
+    the methods their family needs. The defaults describe a model with nothing to train.
+    """
+
+    name: str = ""
+    presets: Presets = {}
+    cpu_recipes: dict[str, dict[str, dict[str, Any]]] = {}
+    # The values of `model.loss` the family trains with (the first is its default).
+    losses: tuple[str, ...] = ("ce",)
+    # Data settings the family needs as given: {data field: value}.
+    data_requirements: dict[str, Any] = {"matching": False}
+    # Whether the family has weights to train (False: its statistics are its whole model).
+    trains: bool = True
+    sequence_features: tuple[str, ...] = ()
+    padded_left: bool = False
+    attention_last_label: str | None = None
+
+    def validate(self, config: ExperimentConfig) -> None:
+        """Checks the settings only this family constrains.
+
+        Raises:
+            ValueError: one line naming the flag (or `--config section.key`) and the value.
+        """
+        if config.model.loss not in self.losses:
+            raise ValueError(f"--loss must be {' or '.join(repr(loss) for loss in self.losses)} for {self.name}, "
+                             f"got {config.model.loss!r}")
+        for field, value in self.data_requirements.items():
+            if getattr(config.data, field) != value:
+                raise ValueError(f"--config {field} must be {str(value).lower()} for {self.name}, "
+                                 f"got {getattr(config.data, field)!r}")
+
+    def build_model(self, config: ModelConfig):
+        """The family's `SequentialRecommender` for the model section `config` (`vocab_size` set),
+        with its weights created."""
+        raise NotImplementedError(f"{type(self).__name__} builds no model")
+
+    def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]) -> Callable:
+        """A function of the first instance number giving the endless training stream, batched by
+        `config.train.batch_size`, every batch `config.data.max_len` wide.
+
+        Args:
+            config: the run's configuration.
+            prepared: the `PreparedData` (its static TFRecords, `num_items`).
+            train: per user, the training items.
+        """
+        raise NotImplementedError(f"{self.name} has nothing to train")
+
+    def loss_features(self, model, histories: np.ndarray, targets: np.ndarray,
+                      negatives: np.ndarray) -> dict | None:
+        """The training features for predicting `targets` after `histories`, one loss term per row,
+        for the validation loss (`bert4rec_tf.evaluation.validation_loss`); None: no loss.
+
+        Args:
+            model: the family's model.
+            histories: int [users, L] histories, right-padded.
+            targets: int [users] the items to predict.
+            negatives: int [users, C] items each user never had (C >= 1).
+        """
+        return None
+
+
+def history_features(model, histories: np.ndarray) -> dict[str, np.ndarray]:
+    """`model.history_inputs(histories)` as NumPy arrays."""
+    from keras import ops
+
+    return {name: ops.convert_to_numpy(value) for name, value in model.history_inputs(histories).items()}

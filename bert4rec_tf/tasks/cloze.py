@@ -1,0 +1,68 @@
+"""BERT4Rec (Sun et al., 2019): a bidirectional Transformer trained on the Cloze task.
+
+Presets: "bert4rec" (the data set's preset as it is) and "bert4rec_1mask", the paper's ablation with
+one masked item per instance. The training stream is the masked instances: the static TFRecords
+written at preparation, or fresh masks each epoch (`train.dynamic_masking`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bert4rec_tf.config import PRESETS, ExperimentConfig, ModelConfig
+from bert4rec_tf.tasks.base import Task, history_features
+
+
+class ClozeTask(Task):
+    """The Cloze family: masked instances in, the masked items' cross-entropy over the vocabulary."""
+
+    name = "bert4rec"
+    presets = {"bert4rec": {}, "bert4rec_1mask": {"*": {"max_predictions_per_seq": 1}}}
+    # BERT4Rec (1 mask) is its one masked slot per instance: the recipes' 20 slots on ML-1m must not
+    # replace it (before 2026-11-25 they did, and the model trained as BERT4Rec there).
+    cpu_recipes = {"bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS}}
+    sequence_features = ("input_ids", "input_mask")
+    attention_last_label = "[mask]"
+
+    def validate(self, config: ExperimentConfig) -> None:
+        super().validate(config)
+        if not (config.data.static_instances or config.train.dynamic_masking):
+            raise ValueError(f"{config.model.name} trains on masked instances: set --config train.dynamic_masking=true "
+                             "or --config data.static_instances=true")
+
+    def model_class(self):
+        from bert4rec_tf.models.bert4rec import BERT4Rec
+
+        return BERT4Rec
+
+    def build_model(self, config: ModelConfig):
+        # Packed: logits only for the real masked slots in training.
+        model = self.model_class()(config, packed=True)
+        model.build()
+        return model
+
+    def stream_extras(self, config: ExperimentConfig, prepared, train: list[np.ndarray]) -> dict:
+        """Extra arguments of the masked pipelines (none here)."""
+        return {}
+
+    def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]):
+        from bert4rec_tf.data.instances import make_windows
+        from bert4rec_tf.data.pipeline import dynamic_training_dataset, static_training_dataset
+
+        data, batch_size = config.data, config.train.batch_size
+        extras = self.stream_extras(config, prepared, train)
+        if config.train.dynamic_masking:
+            windows = make_windows(train, np.arange(1, len(train) + 1), data.max_len, data.prop_sliding_window)
+            return lambda start: dynamic_training_dataset(windows, data, prepared.num_items, batch_size=batch_size,
+                                                          start=start, **extras)
+        return lambda start: static_training_dataset(prepared.train_files, data, batch_size=batch_size, start=start,
+                                                     **extras)
+
+    def loss_features(self, model, histories, targets, negatives):
+        """One masked slot per user: the [MASK] appended to the history, whose true item is the target."""
+        features = history_features(model, histories)
+        users = len(targets)
+        features.update(masked_lm_positions=(features["input_mask"].sum(axis=1) - 1)[:, None],  # the [MASK]
+                        masked_lm_ids=np.asarray(targets, dtype=np.int64)[:, None],
+                        masked_lm_weights=np.ones((users, 1), dtype=np.float32))
+        return features

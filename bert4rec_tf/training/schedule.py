@@ -1,0 +1,105 @@
+"""How many steps to train, interval by interval: a fixed number of steps, or a time budget."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+from bert4rec_tf.config import TrainConfig
+
+
+def intervals(done: int, total: int, every: int) -> list[tuple[int, int]]:
+    """The (count, steps) runs of training intervals from step `done` to `total`, `every` steps each.
+
+    Validation and checkpoints come after every interval; the last interval is shorter when
+    `total - done` is not a multiple of `every`. Example: intervals(10, 32, 5) == [(4, 5), (1, 2)].
+    """
+    full, rest = divmod(max(0, total - done), every)
+    return [(count, steps) for count, steps in ((full, every), (1 if rest else 0, rest)) if count]
+
+
+def budget_plan(done: int, elapsed: float, budget: float, cap: int, every: int, probe: int,
+                scheduled: int | None, pace: float | None, overhead: float = 0.0) -> tuple[int, int]:
+    """The next interval under a time budget: (its steps, the total steps the budget affords).
+
+    Until the pace is measured, a first interval of `probe` steps measures it: on a fresh run the
+    warm-up, whose rates do not depend on the total; on a resumed run (`scheduled` set, the pace
+    unknown to the new process) the rates of the plan it was following, so the rate goes on
+    decaying. Afterwards the total is the steps done plus what the time left affords at `pace`
+    seconds a step and `overhead` seconds (validation, checkpoint) an interval of `every` steps, at
+    most `cap`; the next interval is `every` steps or what is left of that total. Training stops
+    (0 steps) at the deadline, at `cap`, or once the schedule's end `scheduled` has been reached, so
+    the rate never rises again.
+
+    Examples: budget_plan(100, 60.0, 600.0, 10_000, 500, 100, None, 0.5, 50.0) == (500, 1000);
+    resumed at step 900 of a 1,000-step plan: budget_plan(900, 540.0, 600.0, 10_000, 500, 100, 1000, None)
+    == (100, 1000).
+    """
+    if elapsed >= budget or done >= cap or (scheduled is not None and done >= scheduled):
+        return 0, done
+    if pace is None:
+        total = cap if scheduled is None else min(cap, scheduled)
+        return min(probe, total - done), total
+    total = min(cap, done + int((budget - elapsed) / (pace + overhead / every)))
+    return min(every, total - done), total
+
+
+def warmup_warning(total: int, warmup_steps: int, budget: float) -> str | None:
+    """The warning for a time budget that affords fewer steps than the warm-up, else None.
+
+    Such a run ends during the warm-up, with the rate rising, not at 0.
+    """
+    if total >= warmup_steps:
+        return None
+    return (f"warning: the {budget:g} s budget affords about {total} steps, fewer than the {warmup_steps} warm-up "
+            f"steps: training ends during the warm-up, with the rate not at 0 (lower --config train.warmup_steps)")
+
+
+def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainConfig, eval_every: int, pace,
+                    clock: Callable[[], float], set_total_steps: Callable[[int], None],
+                    stopped: Callable[[], bool]) -> None:
+    """Trains interval after interval until `train.train_steps` or the time budget is spent.
+
+    Without a budget, intervals of `eval_every` steps up to `train.train_steps`. With one
+    (`train.time_budget` seconds), `budget_plan` picks each interval, `set_total_steps` moves the
+    schedule's end to the total the budget affords (so the rate reaches 0 at the deadline), and
+    `state["scheduled"]` keeps that total once the pace is measured (a resumed run follows it until it
+    has measured its own pace); a budget that ends within the warm-up is warned about once.
+
+    Args:
+        fit: trains `count` intervals of `steps` steps each: fit(count, steps); it advances
+            `state["step"]` (the checkpoint after every interval does).
+        state: the run's resume state (`step`, `scheduled`).
+        train: the training section.
+        eval_every: steps per interval.
+        pace: the pace meter: `.pace` seconds a step (None until measured) and `.overhead` seconds an
+            interval (`bert4rec_tf.training.callbacks.PaceMeter`).
+        clock: seconds of training and validation the run has had, over all its processes.
+        set_total_steps: moves the learning-rate schedule's last step.
+        stopped: whether training stopped early (patience).
+    """
+    if not train.time_budget:
+        for count, steps in intervals(state["step"], train.train_steps, eval_every):
+            if stopped():
+                return
+            fit(count, steps)
+        return
+    probe = min(eval_every, train.warmup_steps or eval_every)
+    warned = False
+    while not stopped():
+        steps, total = budget_plan(state["step"], clock(), train.time_budget, train.train_steps, eval_every, probe,
+                                   state["scheduled"], pace.pace, pace.overhead)
+        # Warned once the total is planned from the measured pace, or when the budget runs out (no
+        # steps, and `total` is the steps done): also inside the first interval, before the pace was
+        # measured (a budget shorter than start-up, a few steps and a validation).
+        warning = None if warned or (steps and pace.pace is None) else warmup_warning(
+            total, train.warmup_steps, train.time_budget)
+        if warning:
+            print(warning, file=sys.stderr)
+            warned = True
+        if not steps:
+            return
+        set_total_steps(total)
+        if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured
+            state["scheduled"] = total
+        fit(1, steps)
