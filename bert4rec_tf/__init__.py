@@ -1,5 +1,8 @@
 """BERT4Rec in TensorFlow 2 / Keras 3: data preparation, model, training, evaluation and export.
 
+From Python, `from bert4rec_tf import api` trains, evaluates and recommends as the commands do
+(`api.train`, `api.Run`).
+
 Importing the package itself loads no TensorFlow, so the command-line tools parse their flags and
 print `--help` at once. The Keras classes are registered when `bert4rec_tf.models` (layers and
 models) and `bert4rec_tf.training.optimization` (optimizer and schedule) are imported;

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import secrets
 import shutil
 from typing import Any, Iterator
+
+logger = logging.getLogger(__name__)
 
 TEMPORARY_PREFIX = ".tmp-"
 
@@ -47,6 +50,39 @@ def temporary_name(path: str | os.PathLike) -> str:
     """
     folder, name = os.path.split(os.path.abspath(os.fspath(path)))
     return os.path.join(folder, f"{TEMPORARY_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{name}")
+
+
+def temporary_owner(name: str) -> int | None:
+    """The process id in a `temporary_name` (its base name), or None when `name` is not one."""
+    if not name.startswith(TEMPORARY_PREFIX):
+        return None
+    pid = name[len(TEMPORARY_PREFIX):].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def process_running(pid: int) -> bool:
+    """Whether process `pid` runs on this machine (as any user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it runs, as another user
+    return True
+
+
+def remove_abandoned(folder: str | os.PathLike) -> None:
+    """Removes the temporaries (`temporary_name`) in `folder` of processes that no longer run, with a
+    warning naming each; those of running processes are left to them."""
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        return
+    for name in sorted(os.listdir(folder)):
+        pid = temporary_owner(name)
+        if pid is not None and not process_running(pid):
+            logger.warning("removing %s, left incomplete by process %s, which no longer runs",
+                           os.path.join(folder, name), pid)
+            _remove(os.path.join(folder, name))
 
 
 def _remove(path: str) -> None:

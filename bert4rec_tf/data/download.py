@@ -16,6 +16,7 @@ import urllib.request
 from tqdm.auto import tqdm
 
 from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.files import write_text_atomic
 
 _CHUNK = 1 << 20
 
@@ -92,7 +93,4 @@ def _verify_and_record(path: str, final: str, record: str, sha256: str | None, u
         os.replace(path, final)
     if _recorded_digest(record) == actual:
         return  # a cache that is only read is never written to
-    temporary = record + ".tmp"
-    with open(temporary, "w") as handle:
-        handle.write(actual + "\n")
-    os.replace(temporary, record)
+    write_text_atomic(record, actual + "\n")

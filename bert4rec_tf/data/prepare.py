@@ -10,9 +10,9 @@ source, holding:
 - ``candidates.npz``: sampled negatives, ``pop_valid``, ``pop_test``, ``uniform_valid``, ...;
 - ``metadata.json``: vocabulary size, special ids, counts, configuration, seed, file checksums.
 
-Everything is written into a temporary folder ``<key>.incomplete-<pid>`` that is renamed when
-complete, so a folder with the final name is always whole; temporary folders left by processes that
-no longer run are removed. A folder is reused only after every file has been checked against the
+Everything is written into a temporary folder (``.tmp-<pid>-<random>-<key>``, `files.atomic_path`)
+that is renamed when complete, so a folder with the final name is always whole; temporary folders left
+by processes that no longer run are removed. A folder is reused only after every file has been checked against the
 size and SHA-256 recorded in ``metadata.json``; a damaged one is prepared again, with a warning
 naming the damaged file.
 """
@@ -42,12 +42,11 @@ from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.data.split import training_sequences
-from bert4rec_tf.files import write_json_atomic
+from bert4rec_tf.files import atomic_path, remove_abandoned, write_json_atomic
 
 logger = logging.getLogger("bert4rec_tf")
 METADATA = "metadata.json"
 FORMAT_VERSION = 2
-_INCOMPLETE = ".incomplete-"
 
 
 def default_data_dir() -> str:
@@ -178,7 +177,7 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
 
     identity = source_identity(source_file, config.encoding)
     directory = output_directory(config, data_dir, identity)
-    _remove_abandoned(os.path.dirname(directory))
+    remove_abandoned(os.path.dirname(directory))
     try:
         prepared = load_prepared(directory)
     except DataError as damage:
@@ -199,66 +198,42 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
 
     if os.path.isdir(directory):
         shutil.rmtree(directory)  # a damaged earlier preparation
-    temporary = f"{directory}{_INCOMPLETE}{os.getpid()}"
-    shutil.rmtree(temporary, ignore_errors=True)
-    os.makedirs(temporary)
-    shards = {}
-    if config.static_instances:
-        shards = instances_lib.write_static_instances(windows, config, sequences.num_items, temporary,
-                                                      workers=workers, progress=progress)
-    np.savez(os.path.join(temporary, "sequences.npz"), items=sequences.items, offsets=sequences.offsets)
-    np.savez(os.path.join(temporary, "candidates.npz"), **candidates)
-    write_ids(os.path.join(temporary, "vocab.txt"), sequences.item_ids)
-    write_ids(os.path.join(temporary, "users.txt"), sequences.user_ids)
+    with atomic_path(directory) as temporary:
+        os.makedirs(temporary)
+        shards = {}
+        if config.static_instances:
+            shards = instances_lib.write_static_instances(windows, config, sequences.num_items, temporary,
+                                                          workers=workers, progress=progress)
+        np.savez(os.path.join(temporary, "sequences.npz"), items=sequences.items, offsets=sequences.offsets)
+        np.savez(os.path.join(temporary, "candidates.npz"), **candidates)
+        write_ids(os.path.join(temporary, "vocab.txt"), sequences.item_ids)
+        write_ids(os.path.join(temporary, "users.txt"), sequences.user_ids)
 
-    files = {name: {"bytes": os.path.getsize(os.path.join(temporary, name)),
-                    "sha256": download_lib.sha256_of(os.path.join(temporary, name))}
-             for name in sorted(os.listdir(temporary))}
-    metadata = {
-        "format_version": FORMAT_VERSION,
-        "dataset": config.dataset,
-        "config": dataclasses.asdict(config),
-        "seed": config.seed,
-        "source": {"identity": identity, "file": os.path.abspath(source_file) if source_file else None,
-                   "encoding": config.encoding, "tfds_dir": os.fspath(builder.data_dir)},
-        "num_users": sequences.num_users,
-        "num_items": sequences.num_items,
-        "vocab_size": vocab_size(sequences.num_items),
-        "pad_id": PAD_ID,
-        "mask_id": mask_id(sequences.num_items),
-        "stats": sequences.stats(),
-        "preprocessing": dict(builder.info.metadata or {}),
-        "num_windows": len(windows),
-        "num_instances": int(sum(shards.values())),
-        "shards": shards,
-        "feature_spec": {name: {"shape": list(spec.shape), "dtype": spec.dtype.name}
-                         for name, spec in masking.feature_spec(config.max_len, config.max_predictions_per_seq,
-                                                                config.matching).items()},
-        "files": files,
-        "seconds": round(time.time() - started, 1),
-    }
-    write_json_atomic(os.path.join(temporary, METADATA), metadata)
-    os.replace(temporary, directory)
+        files = {name: {"bytes": os.path.getsize(os.path.join(temporary, name)),
+                        "sha256": download_lib.sha256_of(os.path.join(temporary, name))}
+                 for name in sorted(os.listdir(temporary))}
+        metadata = {
+            "format_version": FORMAT_VERSION,
+            "dataset": config.dataset,
+            "config": dataclasses.asdict(config),
+            "seed": config.seed,
+            "source": {"identity": identity, "file": os.path.abspath(source_file) if source_file else None,
+                       "encoding": config.encoding, "tfds_dir": os.fspath(builder.data_dir)},
+            "num_users": sequences.num_users,
+            "num_items": sequences.num_items,
+            "vocab_size": vocab_size(sequences.num_items),
+            "pad_id": PAD_ID,
+            "mask_id": mask_id(sequences.num_items),
+            "stats": sequences.stats(),
+            "preprocessing": dict(builder.info.metadata or {}),
+            "num_windows": len(windows),
+            "num_instances": int(sum(shards.values())),
+            "shards": shards,
+            "feature_spec": {name: {"shape": list(spec.shape), "dtype": spec.dtype.name} for name, spec in
+                             masking.feature_spec(config.max_len, config.max_predictions_per_seq,
+                                                  config.matching).items()},
+            "files": files,
+            "seconds": round(time.time() - started, 1),
+        }
+        write_json_atomic(os.path.join(temporary, METADATA), metadata)
     return PreparedData(directory=directory, metadata=metadata)
-
-
-def _remove_abandoned(parent: str) -> None:
-    """Removes the temporary ``<key>.incomplete-<pid>`` folders in `parent` of processes that no longer run."""
-    if not os.path.isdir(parent):
-        return
-    for name in sorted(os.listdir(parent)):
-        pid = name.rpartition(_INCOMPLETE)[2]
-        if _INCOMPLETE in name and pid.isdigit() and not _process_running(int(pid)):
-            logger.warning("removing %s, left incomplete by process %s, which no longer runs",
-                           os.path.join(parent, name), pid)
-            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-
-
-def _process_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it runs, as another user
-    return True

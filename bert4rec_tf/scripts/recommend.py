@@ -95,32 +95,20 @@ def read_history() -> tuple[list[str], str]:
 
 
 def _run() -> None:
-    import tensorflow as tf
-
-    from bert4rec_tf.export.saved_model import VOCAB_FILE, read_vocabulary
+    from bert4rec_tf.export.recommender import Recommender
 
     sys.stdout.reconfigure(errors="backslashreplace")  # any id prints, whatever the terminal's encoding
     history, source = read_history()
-    if not history:
-        raise ValueError(f"{source} holds no ids")
-    export = os.path.join(FLAGS.model_dir, "export")
-    if not os.path.isfile(os.path.join(export, "saved_model.pb")):
-        raise FileNotFoundError(f"{export} holds no SavedModel; train the run to its end first")
-    vocabulary = read_vocabulary(export)
-    unknown = [item for item in dict.fromkeys(history) if item not in vocabulary]
-    named = ", ".join(repr(item) for item in unknown)
-    if len(unknown) == len(set(history)):
-        raise ValueError(f"no id of {source} is in {os.path.join(export, VOCAB_FILE)}: {named}")
+    recommender = Recommender(os.path.join(FLAGS.model_dir, "export"))
+    unknown = recommender.unknown_ids(history, source)
     if unknown:
-        print(f"unknown ids (ignored): {named}", file=sys.stderr)
+        print(f"unknown ids (ignored): {', '.join(repr(item) for item in unknown)}", file=sys.stderr)
     if FLAGS.id_map and not FLAGS.titles:
         raise ValueError("--id_map maps ids to those of --titles; give --titles too")
     titles = read_titles(FLAGS.titles) if FLAGS.titles else {}
     id_map = read_id_map(FLAGS.id_map) if FLAGS.id_map else None
-    out = tf.saved_model.load(export).signatures["serving_default"](history=tf.constant([history]))
-    count = int(out["num_items"].numpy()[0])
-    for rank, (item, score) in enumerate(zip(out["item_ids"].numpy()[0][:count], out["scores"].numpy()[0]), start=1):
-        item = item.decode("utf-8")
+    [top] = recommender.recommend([history])
+    for rank, (item, score) in enumerate(top, start=1):
         print(f"{rank:2d}. {escape_id(item):>12}  {score:8.3f}  {title_of(item, titles, id_map)}".rstrip())
 
 

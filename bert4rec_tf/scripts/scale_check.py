@@ -22,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from bert4rec_tf import cli
+from bert4rec_tf.files import atomic_path
 
 
 def peak_memory_gb() -> float:
@@ -50,8 +51,7 @@ def write_ratings(path: str, users: int, items: int, interactions: int, seed: in
     popularity = np.cumsum(1.0 / np.arange(1, items + 1) ** 0.9)
     popularity /= popularity[-1]
     rows = 0
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as handle:
+    with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
         handle.write("userId,movieId,rating,timestamp\n")
         for user in tqdm(range(users), desc="writing ratings.csv", unit="user", mininterval=2):
             draws = np.searchsorted(popularity, rng.random(int(lengths[user] * 1.5) + 20))
@@ -63,7 +63,6 @@ def write_ratings(path: str, users: int, items: int, interactions: int, seed: in
             stamps = 1_000_000_000 + np.sort(rng.integers(0, 10 ** 8, len(movies)))
             handle.write("".join(f"{user + 1},{m},4.0,{t}\n" for m, t in zip(movies, stamps)))
             rows += len(movies)
-    os.replace(temporary, path)
     return rows
 
 

@@ -117,8 +117,8 @@ def finished_process_id() -> int:
 
 def test_folders_left_by_dead_processes_are_removed_and_those_of_running_ones_kept(toy_file, tmp_path, caplog):
     parent = tmp_path / "beauty"
-    dead = parent / f"0123456789ab.incomplete-{finished_process_id()}"
-    running = parent / f"ba9876543210.incomplete-{os.getpid()}"
+    dead = parent / f".tmp-{finished_process_id()}-00ff00ff-0123456789ab"
+    running = parent / f".tmp-{os.getpid()}-ff00ff00-ba9876543210"
     for folder in (dead, running):
         (folder / "part").mkdir(parents=True)
     prepared = prepare(small_data_config(), str(tmp_path), toy_file, progress=False)

@@ -48,7 +48,7 @@ def test_prepare_writes_complete_consistent_outputs(toy_file, tmp_path):
     assert candidates["pop_test"].shape == (12, 100)
     with open(os.path.join(prepared.directory, "vocab.txt")) as handle:
         assert [line.strip() for line in handle] == list(sequences.item_ids)
-    assert not [d for d in os.listdir(os.path.dirname(prepared.directory)) if "incomplete" in d]
+    assert not [d for d in os.listdir(os.path.dirname(prepared.directory)) if d.startswith(".tmp-")]
 
 
 @pytest.mark.slow

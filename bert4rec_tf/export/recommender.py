@@ -1,0 +1,97 @@
+"""Recommendations from a run's serving SavedModel: raw item ids in, the best unseen items out.
+
+`bert4rec-recommend` and `bert4rec_tf.api.Run.recommend` both go through `Recommender`, which calls
+the SavedModel's `serving_default` signature (see `bert4rec_tf.export.saved_model`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import tensorflow as tf
+
+from bert4rec_tf.export.saved_model import TOP_K, VOCAB_FILE, read_vocabulary
+
+
+def check_histories(histories: Sequence[Sequence[str]]) -> None:
+    """Raises a ValueError when `histories`, or one of them, is a string rather than a list of raw ids
+    (as when one history is passed without the list around it)."""
+    if isinstance(histories, str) or any(isinstance(history, str) for history in histories):
+        raise ValueError("histories is a list of histories, each a list of raw item ids: for one history "
+                         "pass [history]")
+
+
+class Recommender:
+    """The serving SavedModel of an export folder, with its vocabulary.
+
+    The SavedModel is loaded at the first `recommend`, so a bad history is reported at once.
+
+    Args:
+        export_dir: a folder written by `export_saved_model` (a run's `export/`).
+
+    Raises:
+        FileNotFoundError: when the folder holds no SavedModel or no vocab.txt.
+
+    Example:
+        >>> recommender = Recommender("runs/example/export")
+        >>> recommender.recommend([["sku-104", "sku-221"], ["sku-330"]], k=3)  # two histories
+        [[('sku-618', 0.083), ('sku-330', 0.059), ('sku-952', 0.055)], [('sku-618', 0.101), ...]]
+    """
+
+    def __init__(self, export_dir: str):
+        if not os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
+            raise FileNotFoundError(f"{export_dir} holds no SavedModel; train the run to its end first")
+        self.export_dir = export_dir
+        self.vocabulary = read_vocabulary(export_dir)
+        self._serve = None
+
+    def unknown_ids(self, history: Sequence[str], source: str) -> list[str]:
+        """The distinct ids of `history` missing from the vocabulary, in order of first appearance.
+
+        The SavedModel ignores them; a history without any known id is refused rather than answered
+        as if it were empty.
+
+        Args:
+            history: raw item ids, oldest first.
+            source: what the history is, for the error message ("--history", "history 2").
+
+        Raises:
+            ValueError: when `history` is empty or none of its ids is known.
+        """
+        if not history:
+            raise ValueError(f"{source} holds no ids")
+        unknown = [item for item in dict.fromkeys(history) if item not in self.vocabulary]
+        if len(unknown) == len(set(history)):
+            named = ", ".join(repr(item) for item in unknown)
+            raise ValueError(f"no id of {source} is in {os.path.join(self.export_dir, VOCAB_FILE)}: {named}")
+        return unknown
+
+    def recommend(self, histories: Sequence[Sequence[str]], k: int = TOP_K) -> list[list[tuple[str, float]]]:
+        """The best `k` items each history has not seen, with their scores, best first.
+
+        Args:
+            histories: [batch] lists of raw item ids, oldest first; unknown ids are ignored. All are
+                scored in one call, whose memory grows with batch x (longest history + catalogue).
+            k: how many items per history, 1 to `TOP_K` (what `serving_default` returns).
+
+        Returns:
+            [batch] lists of (raw item id, score) pairs; a list is shorter than `k` only when fewer
+            items of the catalogue are unseen.
+
+        Raises:
+            ValueError: for a `k` out of range or histories given as strings (`check_histories`).
+        """
+        if not 1 <= k <= TOP_K:
+            raise ValueError(f"k must be between 1 and {TOP_K} (the export serves the top {TOP_K}), got {k}")
+        check_histories(histories)
+        if not histories:
+            return []
+        if self._serve is None:
+            self._serve = tf.saved_model.load(self.export_dir).signatures["serving_default"]
+        width = max(len(history) for history in histories)
+        padded = [list(history) + [""] * (width - len(history)) for history in histories]  # "" pads
+        out = self._serve(history=tf.constant(padded, dtype=tf.string, shape=[len(padded), width]))
+        return [[(item.decode("utf-8"), float(score)) for item, score in zip(items[:min(count, k)], scores)]
+                for items, scores, count in zip(out["item_ids"].numpy(), out["scores"].numpy(),
+                                                out["num_items"].numpy())]
