@@ -17,10 +17,10 @@ from typing import Callable
 from absl import app, flags
 
 from bert4rec_tf.config import RECIPES, ExperimentConfig
-from bert4rec_tf.tasks import preset, preset_names, recipe_overrides, validate
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
+from bert4rec_tf.tasks import preset, preset_names, recipe_overrides, validate
 
 flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.")
 

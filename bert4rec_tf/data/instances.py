@@ -25,7 +25,6 @@ from bert4rec_tf.data.seeds import Stream, instance_seed
 from bert4rec_tf.files import atomic_path
 
 
-
 def window_starts(length: int, max_len: int, prop_sliding_window: float) -> list[int]:
     """Start indices of the windows over a sequence of `length` items, ascending.
 

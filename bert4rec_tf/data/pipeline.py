@@ -20,7 +20,6 @@ from bert4rec_tf.data.seeds import Stream, instance_seed
 from bert4rec_tf.data.split import history_and_target
 
 
-
 def static_training_dataset(files: list[str], config: DataConfig, batch_size: int | None = None,
                             shuffle_buffer: int = 10_000, seed: int | None = None, repeat: bool = True,
                             start: int = 0, sampler: NegativeSampler | None = None,

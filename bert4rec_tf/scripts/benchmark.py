@@ -55,12 +55,12 @@ def _import_heavy() -> None:
     import tensorflow as tf
 
     from bert4rec_tf.config import ModelConfig
-    from bert4rec_tf.tasks import preset
     from bert4rec_tf.constants import mask_id, vocab_size
     from bert4rec_tf.data.instances import make_windows
     from bert4rec_tf.data.pipeline import dynamic_training_dataset
     from bert4rec_tf.data.registry import get_spec
     from bert4rec_tf.models import BERT4Rec
+    from bert4rec_tf.tasks import preset
 
 
 PACKING = ("off", "dynamic", "bucket")

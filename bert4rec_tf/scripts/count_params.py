@@ -15,9 +15,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import PRESETS
-from bert4rec_tf.tasks import preset
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.data.registry import get_spec
+from bert4rec_tf.tasks import preset
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

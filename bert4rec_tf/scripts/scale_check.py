@@ -12,7 +12,6 @@ stage and the peak memory (resident set) of the process.
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import sys

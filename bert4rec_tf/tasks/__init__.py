@@ -9,8 +9,18 @@ from bert4rec_tf.tasks.cloze import ClozeTask
 from bert4rec_tf.tasks.matching import MatchingTask
 from bert4rec_tf.tasks.next_item import NextItemTask
 from bert4rec_tf.tasks.popularity import PopularityTask
-from bert4rec_tf.tasks.registry import (REFERENCE_TASK, TASKS, get_task, preset, preset_names, recipe_overrides,
-                                        reference_model, register_task, task_of_preset, validate)
+from bert4rec_tf.tasks.registry import (
+                                        REFERENCE_TASK,
+                                        TASKS,
+                                        get_task,
+                                        preset,
+                                        preset_names,
+                                        recipe_overrides,
+                                        reference_model,
+                                        register_task,
+                                        task_of_preset,
+                                        validate,
+)
 
 register_task(ClozeTask())
 register_task(NextItemTask())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bert4rec_tf.config import PRESETS, RECIPES, ExperimentConfig, ModelConfig, dataset_preset
+from bert4rec_tf.config import RECIPES, ExperimentConfig, ModelConfig, dataset_preset
 from bert4rec_tf.tasks.base import Task
 
 TASKS: dict[str, Task] = {}

@@ -37,8 +37,13 @@ from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import atomic_path, write_json_atomic
 from bert4rec_tf.tasks import reference_model
 from bert4rec_tf.training.build import build_trainee
-from bert4rec_tf.training.callbacks import (CheckpointAndValidate, PaceMeter, StopOnDivergence,
-                                           TrainSummaries, seed_generators)
+from bert4rec_tf.training.callbacks import (
+    CheckpointAndValidate,
+    PaceMeter,
+    StopOnDivergence,
+    TrainSummaries,
+    seed_generators,
+)
 from bert4rec_tf.training.distribution import is_chief, make_strategy, worker_folder
 from bert4rec_tf.training.run_folder import RunFolder
 from bert4rec_tf.training.schedule import train_intervals

@@ -12,9 +12,14 @@ from bert4rec_tf.data.candidates import item_popularity, sample_negatives
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.instances import make_windows, write_static_instances
 from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.pipeline import (dynamic_training_dataset, evaluation_histories,
-                                       length_grouped, next_item_training_dataset, padded_width,
-                                       static_training_dataset)
+from bert4rec_tf.data.pipeline import (
+    dynamic_training_dataset,
+    evaluation_histories,
+    length_grouped,
+    next_item_training_dataset,
+    padded_width,
+    static_training_dataset,
+)
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.tasks import get_task
 from tests.data.test_instances import NUM_ITEMS, small_config, small_windows

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from bert4rec_tf import cli
-from bert4rec_tf.tasks import preset
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.prepare import load_prepared, prepare
+from bert4rec_tf.tasks import preset
 from tests.conftest import REPO, toy_sequences, write_pairs
 
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from bert4rec_tf.tasks import preset
 from bert4rec_tf.data.prepare import prepare
 from bert4rec_tf.data.tfds_builders import load_user_sequences
+from bert4rec_tf.tasks import preset
 from tests.conftest import REPO, real_file
 
 # Reading a whole real data set takes minutes on a slow machine: all of these are slow checks.

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bert4rec_tf.config import ModelConfig
-from bert4rec_tf.tasks import preset
 from bert4rec_tf.constants import ATTENTION_MASK_VALUE, LAYER_NORM_EPSILON, mask_id, vocab_size
 from bert4rec_tf.models import BERT4Rec
+from bert4rec_tf.tasks import preset
 
 NUM_ITEMS = 18
 CONFIG = ModelConfig(

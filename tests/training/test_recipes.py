@@ -9,8 +9,8 @@ import pytest
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import RECIPES
-from bert4rec_tf.tasks import preset
 from bert4rec_tf.files import read_json, write_json_atomic
+from bert4rec_tf.tasks import preset
 from tests.conftest import REPO, toy_sequences, write_pairs
 from tests.training.test_bad_runs import TINY
 

@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 
-from bert4rec_tf.tasks import preset
 from bert4rec_tf.evaluation.attention_plot import attention_head_pixels
+from bert4rec_tf.tasks import preset
 from bert4rec_tf.training.callbacks import CheckpointAndValidate
 from bert4rec_tf.training.run_folder import RunFolder, fresh_state
 from bert4rec_tf.training.summaries import hparam_values, write_results, write_run_summaries
