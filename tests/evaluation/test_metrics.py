@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bert4rec_tf.evaluation.metrics import FULL_METRICS, SAMPLED_METRICS, metrics_from_ranks, target_rank
+from bert4rec_tf.tasks import REFERENCE_TASK, TASKS
 
 
 def test_rank_counts_ties_against_the_target():
@@ -91,10 +92,10 @@ class ScoresByUser:
         return (first * np.arange(12, dtype=np.float32)) % 7
 
 
-# POP and a per-user scorer in the default run; the three models are slow checks (each builds and
+# POP and a per-user scorer in the default run; the trained models are slow checks (each builds and
 # evaluates a model).
-@pytest.mark.parametrize("name", [pytest.param(model, marks=pytest.mark.slow)
-                                  for model in ("bert4rec", "sasrec", "bert4rec_match")] + ["pop", "by_user"])
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) for name, task in TASKS.items()
+                                  if task.trains] + [REFERENCE_TASK, "by_user"])
 def test_trimmed_length_sorted_batches_give_the_metrics_of_full_width_batches(name):
     from bert4rec_tf.data.candidates import sample_negatives
     from bert4rec_tf.evaluation.evaluator import evaluate

@@ -9,7 +9,7 @@ import pytest
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.evaluation.validation_loss import validation_loss_function
-from bert4rec_tf.tasks import get_task
+from bert4rec_tf.tasks import TASKS, get_task
 
 NUM_ITEMS = 12
 HISTORIES = np.array([[1, 2, 3, 4, 5, 6, 7], [5, 0, 0, 0, 0, 0, 0], [7, 8, 9, 10, 11, 0, 0],
@@ -50,8 +50,8 @@ def by_hand(model, users: np.ndarray) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,loss", [("bert4rec", "ce"), ("sasrec", "bce"), ("sasrec", "ce"),
-                                       ("bert4rec_match", "ce")])
+@pytest.mark.parametrize("name,loss", [(name, loss) for name, task in TASKS.items() if task.trains
+                                       for loss in task.losses])
 def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(name, loss):
     model = build(name, loss)
     every = validation_loss_function(model, get_task(name).loss_features, HISTORIES, TARGETS, NEGATIVES)
