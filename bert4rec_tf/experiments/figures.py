@@ -10,7 +10,7 @@ import numpy as np
 from bert4rec_tf.constants import metric_label
 from bert4rec_tf.evaluation.attention_plot import attention_panel, pyplot
 from bert4rec_tf.experiments.plans import SWEEPS
-from bert4rec_tf.experiments.published import PAPER_BEST_MASK_PROB, paper_sweep_points
+from bert4rec_tf.experiments.published import PAPER_BEST_MASK_PROPORTION, paper_sweep_points
 from bert4rec_tf.files import atomic_path
 
 
@@ -138,7 +138,7 @@ def _short_number(value: float) -> str:
 
 def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
     """Test pop-100 HR@10 and NDCG@10 against the swept value, per data set, beside the paper's shape:
-    its Table 4 numbers for max_len (dotted), its best rho for mask_prob (a vertical line); for
+    its Table 4 numbers for max_len (dotted), its best rho for mask_proportion (a vertical line); for
     max_len also the training samples/s (right axis)."""
     plt = pyplot()
     by_dataset: dict[str, dict[float, dict]] = {}
@@ -159,8 +159,8 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
             if paper:
                 axis.plot(sorted(paper), [paper[v][name] for v in sorted(paper)], marker="x", linestyle=":",
                           color=color, label=f"paper {name}")
-        if experiment == "mask_prob" and dataset in PAPER_BEST_MASK_PROB:
-            best = PAPER_BEST_MASK_PROB[dataset]
+        if experiment == "mask_proportion" and dataset in PAPER_BEST_MASK_PROPORTION:
+            best = PAPER_BEST_MASK_PROPORTION[dataset]
             axis.axvline(best, color="grey", linestyle=":", label=f"paper's best rho ({best:g})")
         axis.set_xlabel(SWEEPS.get(experiment, experiment))
         axis.set_ylabel("test metric (pop-100)")

@@ -23,7 +23,8 @@ class Run:
 
     `setting` names it within the data set (the key of `PUBLISHED`); `flags` are train.py flags
     beside --dataset, --model and the budget; `value` is the swept value (sweeps only). Two settings
-    depend on what the command's recipe and flags resolve to (`derived_flags`): `mask_prob` sizes the
+    depend on what the command's recipe and flags resolve to (`derived_flags`): `rho`, the mask
+    proportion (the share of a window's items chosen for prediction, `data.masked_lm_prob`), sizes the
     masked slots from the resolved maximum length N, and `max_learning_rate` caps the resolved rate.
     """
 
@@ -32,7 +33,7 @@ class Run:
     model: str
     flags: tuple[str, ...] = ()
     value: float | None = None
-    mask_prob: float | None = None
+    rho: float | None = None
     max_learning_rate: float | None = None
 
     @property
@@ -78,11 +79,11 @@ def _ablation(dataset: str) -> list[Run]:
     return runs
 
 
-def _mask_prob(dataset: str) -> list[Run]:
+def _mask_proportion(dataset: str) -> list[Run]:
     runs = []
     for rho in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
-        runs.append(Run(dataset, f"mask-prob-{rho:.1f}", "bert4rec", _config(f"masked_lm_prob={rho}"), rho,
-                        mask_prob=rho))
+        runs.append(Run(dataset, f"mask-proportion-{rho:.1f}", "bert4rec", _config(f"masked_lm_prob={rho}"), rho,
+                        rho=rho))
     return runs
 
 
@@ -94,7 +95,7 @@ def _slots(rho: float, max_len: int) -> int:
 def derived_flags(run: Run, settings: list[str], extra: list[str] = ()) -> list[str]:
     """The train.py flags of `run` that depend on what its other `settings` (`run_settings`: the
     recipe, the run's flags) and `extra` (--extra's flags; left out when `resolved_settings` cannot
-    read them, e.g. --debug) resolve to: for `mask_prob`, the masked slots sized from the
+    read them, e.g. --debug) resolve to: for `rho`, the masked slots sized from the
     resolved maximum length (N 100 under cpu-30m on ML-1m: 20 slots at rho 0.2, not the preset N 200's
     40); for `max_learning_rate`, that rate when the resolved rate is above it (the recipe's 3e-3 on
     a CPU; the paper's 1e-4 stays). They go before --extra, which still overrides them.
@@ -102,14 +103,14 @@ def derived_flags(run: Run, settings: list[str], extra: list[str] = ()) -> list[
     Raises:
         ValueError: when the settings cannot be resolved.
     """
-    if run.mask_prob is None and run.max_learning_rate is None:
+    if run.rho is None and run.max_learning_rate is None:
         return []
     resolved = resolved_settings([*settings, *extra]) or resolved_settings(settings)
     if resolved is None:
         raise ValueError(f"run {run.name}: cannot resolve its train.py settings {' '.join(settings)}")
     config, flags = resolved["config"], []
-    if run.mask_prob is not None:
-        flags += ["--config", f"max_predictions_per_seq={_slots(run.mask_prob, config['data']['max_len'])}"]
+    if run.rho is not None:
+        flags += ["--config", f"max_predictions_per_seq={_slots(run.rho, config['data']['max_len'])}"]
     if run.max_learning_rate is not None and config["train"]["learning_rate"] > run.max_learning_rate:
         flags += ["--learning_rate", f"{run.max_learning_rate:g}"]
     return flags
@@ -132,17 +133,22 @@ def _hidden_size(dataset: str) -> list[Run]:
             for d in (16, 32, 64, 128, 256)]
 
 
-EXPERIMENTS = {"table2": _table2, "ablation": _ablation, "mask_prob": _mask_prob, "max_len": _max_len,
+EXPERIMENTS = {"table2": _table2, "ablation": _ablation, "mask_proportion": _mask_proportion, "max_len": _max_len,
                "hidden_size": _hidden_size}
-SWEEPS = {"mask_prob": "mask proportion rho", "max_len": "maximum length N", "hidden_size": "hidden size d"}
+SWEEPS = {"mask_proportion": "mask proportion rho", "max_len": "maximum length N", "hidden_size": "hidden size d"}
+# Experiments renamed, by their old name: `mask_prob` swept rho, not the config's `data.mask_prob`.
+RENAMED = {"mask_prob": "mask_proportion"}
 
 
 def plan(experiment: str, datasets: list[str]) -> list[Run]:
     """The runs of `experiment` on `datasets`, in the order they are trained.
 
     Raises:
-        ValueError: for an unknown experiment or data set.
+        ValueError: for an unknown experiment (a renamed one named by its new name) or data set.
     """
+    if experiment in RENAMED:
+        raise ValueError(f"experiment {experiment!r} is now {RENAMED[experiment]!r}: it sweeps the mask proportion "
+                         "rho (data.masked_lm_prob), not data.mask_prob")
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; known: {', '.join(EXPERIMENTS)}")
     unknown = [d for d in datasets if d not in PRESETS]

@@ -60,7 +60,7 @@ for _dataset, _lengths in TABLE4.items():
     for _n, (_hr, _ndcg) in _lengths.items():
         PUBLISHED[(_dataset, f"max-len-{_n}")] = ("pop", {"HR@10": _hr, "NDCG@10": _ndcg}, _LENGTH)
 # The mask proportion rho that the BERT4Rec paper found best (Figure 4; a figure without a table).
-PAPER_BEST_MASK_PROB = {"ml-1m": 0.2, "ml-20m": 0.2, "beauty": 0.6, "steam": 0.4}
+PAPER_BEST_MASK_PROPORTION = {"ml-1m": 0.2, "ml-20m": 0.2, "beauty": 0.6, "steam": 0.4}
 # The paper's training speed on a GTX 1080 Ti (samples/s), Table 4.
 PAPER_SAMPLES_PER_SECOND = {("beauty", 10): 5504, ("beauty", 20): 3256, ("beauty", 30): 2284, ("beauty", 40): 1776,
                             ("beauty", 50): 1441, ("ml-1m", 10): 14255, ("ml-1m", 50): 8890, ("ml-1m", 100): 5711,
@@ -68,7 +68,7 @@ PAPER_SAMPLES_PER_SECOND = {("beauty", 10): 5504, ("beauty", 20): 3256, ("beauty
 
 
 # What the BERT4Rec paper says of the sweeps it shows only as figures (SPEC.md).
-PAPER_SWEEP_SHAPES = {"mask_prob": "performance falls for rho above 0.6 on every data set, and rho 0.2 beats 0.1",
+PAPER_SWEEP_SHAPES = {"mask_proportion": "performance falls for rho above 0.6 on every data set, and rho 0.2 beats 0.1",
                       "hidden_size": "quality converges as d grows, and a large d overfits on sparse data"}
 
 
@@ -84,7 +84,7 @@ def paper_sweep_points(dataset: str, experiment: str) -> dict[int, dict[str, flo
 def paper_best_value(dataset: str, experiment: str) -> float | None:
     """The swept value the paper found best on `dataset`: Figure 4's rho, Table 4's N by NDCG@10;
     None where it gives none (d, or a data set it did not sweep)."""
-    if experiment == "mask_prob":
-        return PAPER_BEST_MASK_PROB.get(dataset)
+    if experiment == "mask_proportion":
+        return PAPER_BEST_MASK_PROPORTION.get(dataset)
     points = paper_sweep_points(dataset, experiment)
     return max(points, key=lambda n: points[n]["NDCG@10"]) if points else None

@@ -7,7 +7,7 @@
 
 Experiments: table2 (POP, SASRec bce and ce, BERT4Rec with 1 mask, BERT4Rec, BERT4Rec with the
 matching task), ablation (the BERT4Rec paper's Table 5 and the matching paper's only-mask and
-only-matching rows), mask_prob (rho 0.1 ... 0.9), max_len (the paper's Table 4 lengths, with the
+only-matching rows), mask_proportion (rho 0.1 ... 0.9), max_len (the paper's Table 4 lengths, with the
 training samples/s) and hidden_size (d 16 ... 256).
 
 Each run is an ordinary model directory, `<out>/runs/<dataset>-<setting>`, trained by bert4rec-train
@@ -31,7 +31,7 @@ from bert4rec_tf import cli
 from bert4rec_tf.config import PRESETS
 from bert4rec_tf.tasks import recipe_overrides
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
-from bert4rec_tf.experiments.plans import EXPERIMENTS, SWEEPS, derived_flags, plan, run_settings
+from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, run_settings
 from bert4rec_tf.experiments.records import make_record, provenance, read_record, record_path, run_status
 from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.experiments.scheduler import PACKAGE_ROOT, TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
@@ -40,7 +40,8 @@ from bert4rec_tf.files import atomic_path, read_json, write_json_atomic
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.argument_parser(__doc__)
-    parser.add_argument("experiment", choices=list(EXPERIMENTS))
+    # A renamed experiment is accepted here, so that `plan` names its new name in one line.
+    parser.add_argument("experiment", choices=[*EXPERIMENTS, *RENAMED], metavar="{" + ",".join(EXPERIMENTS) + "}")
     parser.add_argument("--datasets", default="ml-1m,beauty", help="comma-separated data sets")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--budget", default=None, help="wall-clock time per run, e.g. 20m (train.py --time_budget)")

@@ -100,7 +100,7 @@ def _sweep_rows(dataset, values):
 
 
 def test_the_sweep_figures_draw_the_papers_shape_beside_ours(monkeypatch, tmp_path):
-    """max_len: the paper's Table 4 at every length it reports (ours here at two of them); mask_prob:
+    """max_len: the paper's Table 4 at every length it reports (ours here at two of them); mask_proportion:
     the paper's best rho per data set (0.2 on ML-1m, 0.6 on Beauty); hidden_size: no published number."""
     import matplotlib.axes
 
@@ -124,8 +124,8 @@ def test_the_sweep_figures_draw_the_papers_shape_beside_ours(monkeypatch, tmp_pa
     assert lines == []
 
     drawn.clear()
-    figures.sweep_figure(_sweep_rows("ml-1m", [0.1, 0.2]) + _sweep_rows("beauty", [0.6]), "mask_prob",
-                         str(tmp_path / "mask_prob.png"))
+    figures.sweep_figure(_sweep_rows("ml-1m", [0.1, 0.2]) + _sweep_rows("beauty", [0.6]), "mask_proportion",
+                         str(tmp_path / "mask_proportion.png"))
     assert lines == [("paper's best rho (0.2)", 0.2), ("paper's best rho (0.6)", 0.6)]
     assert not [label for label, *_ in drawn if label.startswith("paper")]
 

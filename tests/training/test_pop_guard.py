@@ -8,7 +8,8 @@ import os
 import subprocess
 import sys
 
-from bert4rec_tf.experiments.reproduction import plan, report_rows, write_report
+from bert4rec_tf.experiments.plans import plan
+from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.training.trainer import pop_warning
 from tests.conftest import REPO, planted_order_sequences, write_pairs
 
@@ -46,7 +47,7 @@ def test_a_model_that_does_not_train_is_reported_at_pops_level(tmp_path):
 
 
 def test_a_record_keeps_the_pop_check_of_its_run(tmp_path):
-    from bert4rec_tf.experiments.reproduction import make_record
+    from bert4rec_tf.experiments.records import make_record
     run = plan("ablation", ["ml-1m"])[0]
     results = {"test": {"pop": {"HR@10": 0.5}}, "steps": 10, "above_pop": False, "pop_validation": POP}
     (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")

@@ -1,0 +1,77 @@
+"""A run's record, and the record of another experiment that a run of the same settings is
+(bert4rec_tf/experiments/records.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from bert4rec_tf.experiments.plans import derived_flags, plan
+from bert4rec_tf.experiments.report import write_report
+from tests.report.fake_records import fake_record
+
+
+def test_a_run_with_the_settings_of_another_experiments_record_is_that_record(tmp_path):
+    from bert4rec_tf.experiments.records import RECORD_VERSION, read_record, record_path
+    settings = ["--dataset", "ml-1m", "--model", "bert4rec", "--recipe", "cpu-1h"]
+    table2 = next(run for run in plan("table2", ["ml-1m"]) if run.setting == "bert4rec")
+    default = next(run for run in plan("ablation", ["ml-1m"]) if run.setting == "ablation-default")
+    record = {**fake_record("ml-1m", "bert4rec", {"pop": {"HR@10": 0.69}}), "version": RECORD_VERSION,
+              "experiment": "table2", "settings": settings, "commit": "abc1234", "date": "2026-11-25",
+              "machine": "test", "command": "bert4rec-reproduce table2"}
+    os.makedirs(tmp_path / "table2")
+    (tmp_path / "table2" / "ml-1m-bert4rec.json").write_text(json.dumps(record), encoding="utf-8")
+    assert read_record(str(tmp_path), "table2", table2, settings)["run"] == "ml-1m-bert4rec"
+    shared = read_record(str(tmp_path), "ablation", default, settings)
+    assert shared["run"] == "ml-1m-ablation-default" and shared["experiment"] == "ablation"
+    assert shared["same_as"] == "table2/ml-1m-bert4rec" and shared["test"] == record["test"]
+    # Other settings (another recipe) or another data set's run are not the same training.
+    assert read_record(str(tmp_path), "ablation", default, [*settings[:-1], "cpu-30m"]) is None
+    beauty = next(run for run in plan("ablation", ["beauty"]) if run.setting == "ablation-default")
+    assert read_record(str(tmp_path), "ablation", beauty, settings) is None
+    # A stale record of other settings in the experiment's own folder does not hide the shared one.
+    os.makedirs(tmp_path / "ablation")
+    (tmp_path / "ablation" / "ml-1m-ablation-default.json").write_text(
+        json.dumps({**record, "settings": ["--seed", "2"]}), encoding="utf-8")
+    assert read_record(str(tmp_path), "ablation", default, settings)["same_as"] == "table2/ml-1m-bert4rec"
+    assert not os.path.exists(record_path(str(tmp_path), "ablation", plan("ablation", ["ml-1m"])[1]))
+    write_report(str(tmp_path), "ablation", "ablation", plan("ablation", ["ml-1m"]), [shared], [])
+    report = (tmp_path / "ablation.md").read_text(encoding="utf-8")
+    assert "| ml-1m-ablation-default (the record of table2/ml-1m-bert4rec) | abc1234 |" in report
+
+
+def test_sweep_runs_at_the_recipes_own_value_are_one_run(tmp_path):
+    """Settings written differently but resolving to the same configuration share one record: at
+    cpu-30m, N 100 on ML-1m (20 slots) and d 64 (FFN 256) are both the recipe's own BERT4Rec."""
+    from bert4rec_tf.experiments.plans import resolved_settings
+    from bert4rec_tf.experiments.records import RECORD_VERSION, read_record
+    base = ["--dataset", "ml-1m", "--model", "bert4rec", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-30m"]
+    runs = {run.setting: run for name in ("max_len", "hidden_size", "mask_proportion")
+            for run in plan(name, ["ml-1m"])}
+    settings = {setting: base + list(run.flags) for setting, run in runs.items()}
+    assert resolved_settings(settings["max-len-100"]) == resolved_settings(settings["hidden-size-64"])
+    assert resolved_settings(settings["max-len-100"]) == resolved_settings(base)
+    # A setting that changes the configuration, a flag outside it, or another seed: not the same run.
+    assert resolved_settings(settings["hidden-size-32"]) != resolved_settings(base)
+    for setting in ("mask-proportion-0.2", "mask-proportion-0.3"):  # the slots of the recipe's N 100: 20 at rho 0.2
+        settings[setting] += derived_flags(runs[setting], settings[setting])
+    assert resolved_settings(settings["mask-proportion-0.2"]) == resolved_settings(base)
+    assert resolved_settings([*base, "--eval_every", "1000"]) is None  # a flag given twice
+    assert resolved_settings(base[:-2] + ["--recipe", "cpu-1h"]) != resolved_settings(base)
+    assert resolved_settings([*base[:4], "--seed", "1", *base[6:]]) != resolved_settings(base)
+    assert resolved_settings([*base, "--unknown", "1"]) is None
+    assert resolved_settings([*base, "--config", "no_such_key=1"]) is None
+    # The record of max_len's N 100 answers hidden_size's d 64, named as its origin; d 32 trains.
+    record = {**fake_record("ml-1m", "max-len-100", {"pop": {"HR@10": 0.66}}), "version": RECORD_VERSION,
+              "experiment": "max_len", "settings": settings["max-len-100"], "value": 100}
+    os.makedirs(tmp_path / "max_len")
+    (tmp_path / "max_len" / "ml-1m-max-len-100.json").write_text(json.dumps(record), encoding="utf-8")
+    shared = read_record(str(tmp_path), "hidden_size", runs["hidden-size-64"], settings["hidden-size-64"])
+    assert shared["same_as"] == "max_len/ml-1m-max-len-100" and shared["value"] == 64
+    assert shared["setting"] == "hidden-size-64" and shared["test"] == record["test"]
+    assert read_record(str(tmp_path), "hidden_size", runs["hidden-size-32"], settings["hidden-size-32"]) is None
+    assert read_record(str(tmp_path), "mask_proportion", runs["mask-proportion-0.2"],
+                       settings["mask-proportion-0.2"])["same_as"] == "max_len/ml-1m-max-len-100"
+    assert read_record(str(tmp_path), "mask_proportion", runs["mask-proportion-0.3"],
+                       settings["mask-proportion-0.3"]) is None
+
