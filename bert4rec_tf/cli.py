@@ -204,7 +204,7 @@ def _debugging() -> bool:
 
 def guarded(run: Callable[[], None]) -> int:
     """Runs `run`; bad input, a fault or a missing TensorFlow ends in a one-line error on stderr and exit
-    status 1.
+    status 1, and Ctrl-C in one line (the `KeyboardInterrupt`'s message, if any) and exit status 130.
 
     Errors the package raises for bad input (`ValueError`, `DataError`) and operating-system errors
     (missing, unreadable or damaged files) are shown as `error: <message>`; `--debug` shows the
@@ -225,6 +225,11 @@ def guarded(run: Callable[[], None]) -> int:
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"error: {message}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as interruption:
+        if _debugging():
+            raise
+        print(f"\n{interruption.args[0] if interruption.args else 'interrupted'}", file=sys.stderr)
+        return 130
     return 0
 
 

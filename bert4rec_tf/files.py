@@ -71,17 +71,21 @@ def process_running(pid: int) -> bool:
     return True
 
 
-def remove_abandoned(folder: str | os.PathLike) -> None:
+def remove_abandoned(folder: str | os.PathLike, including_own: bool = False) -> None:
     """Removes the temporaries (`temporary_name`) in `folder` of processes that no longer run, with a
-    warning naming each; those of running processes are left to them."""
+    warning naming each; those of running processes are left to them.
+
+    Args:
+        folder: where to look (not below).
+        including_own: also remove this process's own, when it knows it writes nothing there now.
+    """
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         return
     for name in sorted(os.listdir(folder)):
         pid = temporary_owner(name)
-        if pid is not None and not process_running(pid):
-            logger.warning("removing %s, left incomplete by process %s, which no longer runs",
-                           os.path.join(folder, name), pid)
+        if pid is not None and ((including_own and pid == os.getpid()) or not process_running(pid)):
+            logger.warning("removing %s, left incomplete by process %s", os.path.join(folder, name), pid)
             _remove(os.path.join(folder, name))
 
 

@@ -22,6 +22,20 @@ def check_histories(histories: Sequence[Sequence[str]]) -> None:
                          "pass [history]")
 
 
+def load_serving(export_dir: str):
+    """The `serving_default` signature of the SavedModel in `export_dir`.
+
+    Raises:
+        ValueError: naming the folder when the SavedModel is damaged (a truncated or altered file).
+    """
+    try:
+        return tf.saved_model.load(export_dir).signatures["serving_default"]
+    except (IndexError, KeyError, ValueError, OSError, tf.errors.OpError) as error:
+        detail = " ".join(str(error).split())[:200] or type(error).__name__
+        raise ValueError(f"{export_dir}: the SavedModel is damaged ({detail}); run the training command again "
+                         "in a new --model_dir to export it anew") from None
+
+
 class Recommender:
     """The serving SavedModel of an export folder, with its vocabulary.
 
@@ -88,7 +102,7 @@ class Recommender:
         if not histories:
             return []
         if self._serve is None:
-            self._serve = tf.saved_model.load(self.export_dir).signatures["serving_default"]
+            self._serve = load_serving(self.export_dir)
         width = max(len(history) for history in histories)
         padded = [list(history) + [""] * (width - len(history)) for history in histories]  # "" pads
         out = self._serve(history=tf.constant(padded, dtype=tf.string, shape=[len(padded), width]))

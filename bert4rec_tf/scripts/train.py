@@ -65,8 +65,16 @@ def _run() -> None:
 
     if FLAGS.logical_cpus:
         split_cpu(FLAGS.logical_cpus)
-    results = train_and_evaluate(config, model_dir, FLAGS.data_dir, FLAGS.source_file, FLAGS.strategy,
-                                 FLAGS.eval_every, FLAGS.patience)
+    try:
+        results = train_and_evaluate(config, model_dir, FLAGS.data_dir, FLAGS.source_file, FLAGS.strategy,
+                                     FLAGS.eval_every, FLAGS.patience)
+    except KeyboardInterrupt:
+        from bert4rec_tf.training.run_folder import RunFolder
+
+        step = RunFolder(model_dir).load_state()["step"]
+        where = f"its checkpoint at step {step:,}" if step else "no checkpoint yet"
+        raise KeyboardInterrupt(f"interrupted: {model_dir} keeps {where}; run the same command again to "
+                                f"{'resume from there' if step else 'start it'}") from None
     print(f"test metrics (best validation checkpoint):\n{format_table(results)}")
     print(f"run folder: {model_dir} (config.json, results.json, model.keras, checkpoints/, TensorBoard logs)")
 

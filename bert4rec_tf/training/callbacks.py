@@ -17,7 +17,7 @@ from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_ima
 from bert4rec_tf.evaluation.attention_plot import attention_head_pixels
 from bert4rec_tf.evaluation.evaluator import format_table
 from bert4rec_tf.files import atomic_path, write_json_atomic
-from bert4rec_tf.training.run_folder import RunFolder
+from bert4rec_tf.training.run_folder import RunFolder, weights_name
 
 ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
 
@@ -132,8 +132,11 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         if not all(np.isfinite(ops.convert_to_numpy(v)).all() for v in self.model.trainable_variables):
             raise TrainingDiverged(f"training diverged: the weights are not finite at step {step}; the last "
                                    "checkpoint was kept: lower --learning_rate and use a new --model_dir")
-        self.state["instances"] += (step - self.state["step"]) * self.batch_size
-        self.state["step"] = step
+        # The next state is built apart and committed at once (`RunFolder.commit`), after the weight
+        # files it names are written: a kill anywhere before leaves the previous checkpoint current.
+        state = {**self.state, "curve": list(self.state["curve"])}
+        state["instances"] += (step - state["step"]) * self.batch_size
+        state["step"] = step
         if self.validate is not None:
             results = self.validate(self.model)
             point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
@@ -147,25 +150,27 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                         tf.summary.scalar(f"{protocol}/{name}", value)
             if self.clock is not None:
                 point["seconds"] = round(self.clock(), 1)  # training and validation time so far
-            self.state["curve"].append({**point, **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
+            state["curve"].append({**point, **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
             shown = f" (loss {point['validation_loss']:.4f})" if "validation_loss" in point else ""
             print(f"\nvalidation at step {step}{shown}:\n{format_table(results)}")
-            if math.isfinite(score) and (self.state["best"] is None or score > self.state["best"]):
-                self.state.update(best=score, best_step=step, since_best=0)
-                self._save_weights("best.weights.h5")
+            if math.isfinite(score) and (state["best"] is None or score > state["best"]):
+                state.update(best=score, best_step=step, since_best=0,
+                             best_weights=self._save_weights(weights_name("best", step)))
             else:
-                self.state["since_best"] += 1
-                if self.patience is not None and self.state["since_best"] >= self.patience:
+                state["since_best"] += 1
+                if self.patience is not None and state["since_best"] >= self.patience:
                     self.model.stop_training = True
                     self.stopped_early = True
-            write_json_atomic(self.run.path("validation.json"), self.state["curve"])
             self._log_attention(step)
-        self._save_weights("latest.weights.h5")
+        state["latest_weights"] = self._save_weights(weights_name("latest", step))
         if self.clock is not None:
-            self.state["seconds"] = round(self.clock(), 3)
-        self.state["seed_states"] = [ops.convert_to_numpy(g.state).tolist() for g in seed_generators(self.model)]
-        write_json_atomic(self.run.checkpoint("state.json"), self.state)
+            state["seconds"] = round(self.clock(), 3)
+        state["seed_states"] = [ops.convert_to_numpy(g.state).tolist() for g in seed_generators(self.model)]
+        self.run.commit(state)
+        self.state.update(state)
+        if self.validate is not None:
+            write_json_atomic(self.run.path("validation.json"), state["curve"])  # a copy of the curve, for readers
 
     def _log_attention(self, step: int) -> None:
         if self.attention_histories is None:
@@ -193,10 +198,12 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                       file=sys.stderr)
         return heatmap_image(matrix)
 
-    def _save_weights(self, name: str) -> None:
+    def _save_weights(self, name: str) -> str:
+        """Writes the weights as checkpoints/`name`; returns `name`."""
         os.makedirs(self.run.checkpoints, exist_ok=True)
         with atomic_path(self.run.checkpoint(name)) as temporary:
             self.model.save_weights(temporary)
+        return name
 
 
 def seed_generators(model: keras.Model) -> list:

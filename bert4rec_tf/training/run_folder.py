@@ -6,29 +6,61 @@ or other prepared data is refused with one line saying what differs, so a folder
 runs. Nothing binds a folder before its first checkpoint: a command that failed before training
 leaves nothing that refuses the corrected one.
 
+One process at a time works in a folder: the trainer holds `lock` from before it writes anything,
+and a second process refuses at once, naming the holder. The lock is the kernel's (`flock`), so a
+killed process leaves no lock behind; the next process takes the folder over and sweeps what the
+killed one left half-written.
+
+A checkpoint is one atomic commit: its weights are written under names of their own step
+(``latest-<step>.weights.h5``, ``best-<step>.weights.h5``), then `state.json`, which names them, is
+renamed into place. Only the files the committed `state.json` names count; the others are leftovers of
+an uncommitted checkpoint (or of older ones) and are removed.
+
 Files:
-    config.json                      the resolved configuration
-    run.json                         the data: source identity, prepared-data key and folder
-    checkpoints/state.json           resume point: steps, instances consumed, best, curve, RNG states
-    checkpoints/latest.weights.h5    weights at the resume point
-    checkpoints/best.weights.h5      weights of the best validation
+    .lock                                the lock, and its holder (process, host, start time)
+    config.json                          the resolved configuration
+    run.json                             the data: source identity, prepared-data key and folder
+    checkpoints/state.json               resume point: steps, instances consumed, best, curve, RNG states,
+                                         and the names of its two weight files
+    checkpoints/latest-<step>.weights.h5 weights at the resume point
+    checkpoints/best-<step>.weights.h5   weights of the best validation
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+import socket
+import sys
+import time
+from typing import Iterator
 
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.data.prepare import PreparedData
-from bert4rec_tf.files import read_json, write_json_atomic
+from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
 
-STATE_VERSION = 3
+STATE_VERSION = 4
+LOCK = ".lock"
+# The fixed weight names of state version 3, which a run of that version resumes from.
+_VERSION_3_WEIGHTS = {"latest_weights": "latest.weights.h5", "best_weights": "best.weights.h5"}
+
+
+class RunFolderBusy(ValueError):
+    """Another process works in the run folder."""
 
 
 def fresh_state() -> dict:
     """The state of a run that has not trained yet."""
     return {"version": STATE_VERSION, "step": 0, "instances": 0, "seconds": 0.0, "scheduled": None, "best": None,
-            "best_step": None, "since_best": 0, "curve": [], "seed_states": []}
+            "best_step": None, "since_best": 0, "curve": [], "seed_states": [], "latest_weights": None,
+            "best_weights": None}
+
+
+def weights_name(kind: str, step: int) -> str:
+    """The file name of a checkpoint's weights: kind "latest" or "best", at `step`."""
+    return f"{kind}-{step:09d}.weights.h5"
 
 
 def data_identity(prepared: PreparedData) -> dict:
@@ -68,13 +100,73 @@ class RunFolder:
         if not os.path.isfile(path):
             return fresh_state()
         state = read_json(path, "resume state")
+        if isinstance(state, dict) and state.get("version") == 3:
+            state = {**state, **_VERSION_3_WEIGHTS, "version": STATE_VERSION}
+            if state["best_step"] is None:
+                state["best_weights"] = None
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
             raise ValueError(f"{path}: resume state of another format (written by another version of "
                              "bert4rec_tf?); use a new --model_dir")
-        if state["step"] and not os.path.isfile(self.checkpoint("latest.weights.h5")):
-            raise ValueError(f"{self.checkpoint('latest.weights.h5')}: missing, but {path} records "
-                             f"{state['step']} trained steps; use a new --model_dir")
+        for key in ("latest_weights", "best_weights"):
+            if state["step"] and state[key] and not os.path.isfile(self.checkpoint(state[key])):
+                raise ValueError(f"{self.checkpoint(state[key])}: missing, but {path} records "
+                                 f"{state['step']} trained steps; use a new --model_dir")
         return state
+
+    def commit(self, state: dict) -> None:
+        """Makes `state` the resume point (its weight files written already), then removes the weight
+        files it does not name."""
+        write_json_atomic(self.checkpoint("state.json"), state)
+        self.tidy(state)
+
+    def tidy(self, state: dict) -> None:
+        """Removes what no committed checkpoint needs: weight files `state` does not name (older
+        checkpoints, an uncommitted one) and the temporaries of processes that no longer run."""
+        # Called holding the lock, between two writes of this process: its own temporaries are leftovers too.
+        remove_abandoned(self.directory, including_own=True)
+        remove_abandoned(self.checkpoints, including_own=True)
+        if not os.path.isdir(self.checkpoints):
+            return
+        keep = {state["latest_weights"], state["best_weights"]}
+        for name in os.listdir(self.checkpoints):
+            if name.endswith(".weights.h5") and name not in keep:
+                os.remove(self.checkpoint(name))
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Holds the folder for this process (creating it), or refuses. A folder this call created and
+        in which nothing else was written is removed again at the end.
+
+        Raises:
+            RunFolderBusy: one line naming the folder and the process holding it.
+        """
+        created = not os.path.isdir(self.directory)
+        os.makedirs(self.directory, exist_ok=True)
+        with open(self.path(LOCK), "a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunFolderBusy(f"{self.directory} is in use by {_holder(handle)}: wait for it to end, or use "
+                                    "another --model_dir") from None
+            previous = _holder(handle)
+            if previous != "another process":
+                _announce_takeover(self.directory, handle, previous)
+            handle.seek(0)
+            handle.truncate()
+            json.dump({"pid": os.getpid(), "host": socket.gethostname(),
+                       "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, handle)
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                handle.flush()
+                if created and os.listdir(self.directory) == [LOCK]:
+                    os.remove(self.path(LOCK))  # a start that wrote nothing leaves no folder behind
+                    with contextlib.suppress(OSError):
+                        os.rmdir(self.directory)
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def check(self, config: ExperimentConfig, prepared: PreparedData) -> dict:
         """Checks that `config` and `prepared` continue the run in this folder and returns the resume
@@ -97,18 +189,31 @@ class RunFolder:
         write_json_atomic(self.path("config.json"), config.to_dict())
         write_json_atomic(self.path("run.json"), data_identity(prepared))
 
-    def _check_same_run(self, config: ExperimentConfig, identity: dict, state: dict) -> None:
-        where = self.directory
+    def check_config(self, config: ExperimentConfig) -> None:
+        """Refuses, before any data is prepared, a configuration that differs from the trained run in
+        this folder (the vocabulary, which comes from the data, is checked by `check`).
+
+        Raises:
+            ValueError: one line naming the fields that differ.
+        """
+        if self.load_state()["step"]:
+            self._check_config(config, ignore=(("model", "vocab_size"),))
+
+    def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> None:
         earlier = read_json(self.path("config.json"), "run configuration")
-        current = config.to_dict()
         # A field the recorded configuration lacks came to the package after the run started: not compared
         # (the settings it stands for are, and run.json binds the data).
-        changed = sorted(f"{section}.{key}" for section, values in current.items() for key, value in values.items()
-                         if (section, key) != ("train", "train_steps") and key in earlier.get(section, {})
-                         and earlier[section][key] != value)
+        changed = sorted(f"{section}.{key}" for section, values in config.to_dict().items()
+                         for key, value in values.items()
+                         if (section, key) not in (("train", "train_steps"), *ignore)
+                         and key in earlier.get(section, {}) and earlier[section][key] != value)
         if changed:
-            raise ValueError(f"{where} holds a run with another configuration ({', '.join(changed)} differ); "
-                             "use a new --model_dir")
+            raise ValueError(f"{self.directory} holds a run with another configuration ({', '.join(changed)} "
+                             "differ); use a new --model_dir")
+
+    def _check_same_run(self, config: ExperimentConfig, identity: dict, state: dict) -> None:
+        where = self.directory
+        self._check_config(config)
         recorded = self.data_record()
         for key, what in (("source", "source file"), ("data_key", "prepared data")):
             if recorded.get(key) != identity[key]:
@@ -131,3 +236,21 @@ class RunFolder:
         """run.json: the data the run is bound to."""
         return read_json(self.path("run.json"), "run's data record")
 
+
+def _holder(handle) -> str:
+    """Who the lock file says holds the folder: "process <pid> on <host> since <time>"."""
+    handle.seek(0)
+    try:
+        record = json.loads(handle.read() or "null")
+        return f"process {record['pid']} on {record['host']} since {record['started']}"
+    except (ValueError, TypeError, KeyError):
+        return "another process"
+
+
+def _announce_takeover(directory: str, handle, previous: str) -> None:
+    """Says on stderr that the folder is taken over from a process that ended without releasing it."""
+    handle.seek(0)
+    record = json.loads(handle.read())
+    if record.get("host") == socket.gethostname() and process_running(int(record["pid"])):
+        return  # the same process (or its pid reused): nothing to say
+    print(f"note: {directory} was held by {previous}, which no longer runs; taking it over", file=sys.stderr)

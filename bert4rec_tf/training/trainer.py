@@ -2,7 +2,7 @@
 
 Model directory layout (see also `bert4rec_tf.training.run_folder`):
     config.json, run.json       the resolved configuration and the data the run is bound to
-    checkpoints/                resume point (latest.weights.h5, state.json) and best.weights.h5
+    checkpoints/                resume point (state.json, which names its latest and best weights)
     event files, train/, validation/, results/   TensorBoard (see `bert4rec_tf.training.summaries`)
     validation.json             the validation curve
     model.keras                 the exported model
@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import time
+import zipfile
 
 import keras
 import numpy as np
@@ -123,7 +124,17 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
                           verbose: int) -> dict:
     """`train_and_evaluate` in `model_dir` under `distribution` (already made)."""
     run = RunFolder(model_dir)
-    run.load_state()  # a damaged folder is named before the data is prepared
+    with run.lock():
+        return _train_and_evaluate_locked(run, config, distribution, data_dir, source_file, eval_every, patience,
+                                          verbose)
+
+
+def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distribution: tf.distribute.Strategy,
+                               data_dir: str | None, source_file: str | None, eval_every: int, patience: int | None,
+                               verbose: int) -> dict:
+    """`train_and_evaluate_in`, holding the run folder's lock."""
+    run.tidy(run.load_state())  # a damaged folder is named, and leftovers swept, before the data is prepared
+    run.check_config(config)  # a folder that will refuse the run does so before the data is prepared
     prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
     state = run.check(config, prepared)
     sequences, candidates = prepared.sequences(), prepared.candidates()
@@ -134,7 +145,7 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
         model, task = trainee.model, trainee.task
         if state["step"]:
             model.optimizer.build(model.trainable_variables)
-            load_checkpoint(model, run.checkpoint("latest.weights.h5"))
+            load_checkpoint(model, run.checkpoint(state["latest_weights"]))
             for generator, value in zip(seed_generators(model), state["seed_states"], strict=True):
                 generator.state.assign(np.asarray(value, dtype=generator.state.dtype))
     run.record(config, prepared)
@@ -175,9 +186,8 @@ def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution
         train_intervals(fit, state, config.train, eval_every, pace, clock, trainee.schedule.set_total_steps,
                         lambda: checkpointing.stopped_early)
 
-    best = run.checkpoint("best.weights.h5")
-    if validate is not None and os.path.isfile(best):
-        load_checkpoint(model, best)
+    if validate is not None and state["best_weights"]:
+        load_checkpoint(model, run.checkpoint(state["best_weights"]))
     results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
     pop_check = {}
@@ -222,9 +232,9 @@ def load_finished_run(model_dir: str) -> tuple[keras.Model, PreparedData, Experi
     register_keras_objects()  # the package's model classes (each Task imports its own only when building)
     try:
         model = keras.saving.load_model(run.path("model.keras"), safe_mode=True)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{run.path('model.keras')}: cannot be loaded ({' '.join(str(error).split())[:200]})"
-                         ) from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{run.path('model.keras')}: the saved model is damaged or not this package's "
+                         f"({' '.join(str(error).split())[:200]})") from None
     return model, prepared, config
 
 

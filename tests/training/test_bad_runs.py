@@ -43,6 +43,12 @@ def one_error_line(result) -> str:
     return errors[0]
 
 
+def latest_weights(model_dir: str) -> str:
+    """The weight file of the run's committed checkpoint."""
+    state = strict_json(os.path.join(model_dir, "checkpoints", "state.json"))
+    return os.path.join(model_dir, "checkpoints", state["latest_weights"])
+
+
 def digests(directory: str) -> dict[str, str]:
     """SHA-256 of every file under `directory`, by relative path."""
     out = {}
@@ -148,13 +154,13 @@ def test_every_json_file_of_a_run_is_strict_json(good_run):
 @pytest.mark.parametrize("name, needle", [
     ("checkpoints/state.json", "the resume state is damaged, not valid JSON"),
     ("config.json", "the run configuration is damaged, not valid JSON"),
-    ("checkpoints/latest.weights.h5", "the checkpoint is damaged"),
+    ("latest_weights", "the checkpoint is damaged"),
 ])
 def test_damaged_run_files_are_named_and_results_kept(sources, good_run, tmp_path, name, needle):
     data_dir, model_dir = good_run
     copy = str(tmp_path / "copy")
     shutil.copytree(model_dir, copy)
-    path = os.path.join(copy, name)
+    path = os.path.join(copy, name) if "." in name else latest_weights(copy)
     with open(path, "rb+") as handle:
         handle.truncate(os.path.getsize(path) // 2)
     before = digests(copy)
@@ -209,7 +215,7 @@ def test_the_stream_position_does_not_depend_on_eval_every(sources, good_run, tm
     assert [entry["step"] for entry in states[1]["curve"]] == [3, 6, 9, 10]
     weights = []
     for directory in (model_dir, other):
-        with h5py.File(os.path.join(directory, "checkpoints", "latest.weights.h5")) as handle:
+        with h5py.File(latest_weights(directory)) as handle:
             arrays = {}
             handle.visititems(lambda name, node: arrays.update({name: node[()]})
                               if isinstance(node, h5py.Dataset) else None)

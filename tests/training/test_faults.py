@@ -1,0 +1,149 @@
+"""Faults in a run folder: two processes on one folder, a kill at each write point of a checkpoint and
+of the export. Each ends in a clear error or an exact resume, never in a mixed folder.
+
+A kill is injected, not timed: `os.replace` (every file of a run is renamed into place when complete)
+raises at the chosen rename, before it happens, and the temporaries are left behind as a killed
+process leaves them.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from bert4rec_tf import cli, files
+from bert4rec_tf.training import trainer
+from bert4rec_tf.training.run_folder import RunFolder, RunFolderBusy
+from tests.conftest import toy_sequences, write_pairs
+
+TINY = ["max_len=10", "dupe_factor=2", "model.hidden_size=8", "model.num_heads=2", "model.intermediate_size=16",
+        "model.num_layers=1", "batch_size=4", "learning_rate=1e-3", "train_steps=20", "dynamic_masking=true",
+        "static_instances=false", "length_groups=0", "num_negatives=20"]
+EVAL_EVERY = 10
+# The renames of a run after its first interval, by the file they make current: the checkpoint at step
+# 10 (best weights, latest weights, then state.json, the commit; validation.json is a copy after it),
+# and the export (model.keras, the SavedModel folder, results.json, the run's last file).
+CHECKPOINT_POINTS = ["best-000000010.weights.h5", "latest-000000010.weights.h5", "state.json", "validation.json"]
+EXPORT_POINTS = ["model.keras", "export", "results.json"]
+DEFAULT_POINTS = ["state.json", "model.keras"]  # the rest are slow checks
+
+
+class Killed(BaseException):
+    """The process dies here."""
+
+
+def config(*extra: str):
+    return cli.experiment_config("beauty", TINY + list(extra), recipe="paper")
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> tuple[str, str]:
+    root = tmp_path_factory.mktemp("faults")
+    return write_pairs(str(root / "toy.txt"), toy_sequences(num_users=30, num_items=120)), str(root / "data")
+
+
+@pytest.fixture(scope="module")
+def whole(source, tmp_path_factory) -> tuple[dict, str]:
+    """An uninterrupted run: its test metrics and folder."""
+    model_dir = str(tmp_path_factory.mktemp("whole") / "run")
+    return train(source, model_dir), model_dir
+
+
+def train(source: tuple[str, str], model_dir: str, *extra: str) -> dict:
+    return trainer.train_and_evaluate(config(*extra), model_dir, data_dir=source[1], source_file=source[0],
+                                      eval_every=EVAL_EVERY, verbose=0)
+
+
+def leftovers(model_dir: str) -> list[str]:
+    """Temporaries, and weight files no committed checkpoint names."""
+    state = RunFolder(model_dir).load_state()
+    named = {state["latest_weights"], state["best_weights"]}
+    found = [os.path.join(folder, name) for folder, folders, names in os.walk(model_dir)
+             for name in folders + names if name.startswith(files.TEMPORARY_PREFIX)]
+    found += [path for path in glob.glob(os.path.join(model_dir, "checkpoints", "*.weights.h5"))
+              if os.path.basename(path) not in named]
+    return sorted(found)
+
+
+def test_a_held_folder_is_refused_at_once_naming_the_holder(tmp_path):
+    with RunFolder(str(tmp_path / "run")).lock():
+        with pytest.raises(RunFolderBusy) as refused:
+            with RunFolder(str(tmp_path / "run")).lock():
+                pass
+    message = str(refused.value)
+    assert "\n" not in message and str(tmp_path / "run") in message
+    assert f"process {os.getpid()} on " in message and "since " in message
+    with RunFolder(str(tmp_path / "run")).lock():  # released at the end of the first
+        pass
+
+
+def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path, capsys):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.makedirs(tmp_path / "run")
+    with open(tmp_path / "run" / ".lock", "w") as handle:
+        json.dump({"pid": dead.pid, "host": __import__("socket").gethostname(), "started": "earlier"}, handle)
+    with RunFolder(str(tmp_path / "run")).lock():
+        with open(tmp_path / "run" / ".lock") as handle:
+            assert json.load(handle)["pid"] == os.getpid()
+    assert f"process {dead.pid} on" in capsys.readouterr().err
+
+
+def test_two_starts_on_one_folder_exactly_one_trains(source, tmp_path):
+    model_dir = str(tmp_path / "run")
+    outcome = {}
+    first = threading.Thread(target=lambda: outcome.update(results=train(source, model_dir)))
+    first.start()
+    lock, deadline = os.path.join(model_dir, ".lock"), time.time() + 300
+    while time.time() < deadline and not (os.path.exists(lock) and os.path.getsize(lock)):  # the first holds it
+        time.sleep(0.01)
+    with pytest.raises(RunFolderBusy, match="is in use by process"):
+        train(source, model_dir, "model.hidden_size=16")
+    first.join()
+    recorded = json.load(open(os.path.join(model_dir, "config.json")))
+    results = json.load(open(os.path.join(model_dir, "results.json")))
+    assert recorded["model"]["hidden_size"] == results["config"]["model"]["hidden_size"] == 8
+    assert results["test"] == outcome["results"]
+    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"), safe_mode=True)
+    assert model.model_config.hidden_size == 8
+    assert not leftovers(model_dir)
+
+
+@pytest.mark.parametrize("point", [pytest.param(point, marks=() if point in DEFAULT_POINTS else pytest.mark.slow)
+                                   for point in CHECKPOINT_POINTS + EXPORT_POINTS])
+def test_a_kill_at_a_write_point_then_a_resume_gives_the_uninterrupted_run(source, whole, tmp_path, monkeypatch,
+                                                                           point):
+    model_dir = str(tmp_path / "run")
+    replace, remove = os.replace, files._remove
+
+    def dying_replace(source_path, target):
+        if os.path.basename(os.fspath(target)) == point:
+            raise Killed
+        return replace(source_path, target)
+
+    monkeypatch.setattr(os, "replace", dying_replace)
+    monkeypatch.setattr(files, "_remove", lambda path: None)  # a killed process cleans nothing up
+    with pytest.raises(Killed):
+        train(source, model_dir)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(files, "_remove", remove)
+    committed = RunFolder(model_dir).load_state()["step"]
+    # Killed before its commit, the checkpoint at step 10 does not count; after it, it does.
+    assert committed == {"validation.json": 10, **dict.fromkeys(EXPORT_POINTS, 20)}.get(point, 0)
+    assert not os.path.isfile(os.path.join(model_dir, "results.json"))
+    results = train(source, model_dir)
+    assert results == whole[0]
+    assert json.load(open(os.path.join(model_dir, "results.json")))["test"] == whole[0]
+    for mine, theirs in zip(*(keras.saving.load_model(os.path.join(d, "model.keras")).get_weights()
+                              for d in (model_dir, whole[1])), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    assert not leftovers(model_dir)
