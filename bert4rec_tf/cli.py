@@ -60,11 +60,24 @@ def run_absl_command(run: Callable[[], None], module: str) -> None:
         for flag in flags.FLAGS.get_flags_for_module(name):
             flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
     try:
-        app.run(lambda argv: guarded(run))
+        app.run(lambda argv: _exit_at_once_on_error(guarded(run)))
     except SystemExit as exit:
         if exit.code == 1 and _asks_for_help(sys.argv[1:]):
             sys.exit(0)
         raise
+
+
+def _exit_at_once_on_error(status: int) -> int:
+    """Returns `status` 0; ends the process at once with any other status, after flushing its output.
+
+    After a failed write (a full disk, a file-size limit) native libraries (HDF5) can crash while the
+    interpreter shuts down, after the one-line error; nothing is left to do by then.
+    """
+    if status:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
 
 
 def _asks_for_help(argv: list[str]) -> bool:

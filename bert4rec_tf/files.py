@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import math
 import os
+import resource
 import secrets
 import shutil
 from typing import Any, Iterator
@@ -104,6 +106,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     The temporary may be a file or a folder. An old folder at `path` is kept whole until the new one
     is complete, then removed. When the block raises, the temporary is removed and `path` is untouched.
 
+    Raises:
+        OSError: naming `path` and the cause, when writing fails for want of room, a file-size limit,
+            permission or a read-only disk (the writer's own message names only the temporary).
+
     Example:
         with atomic_path("runs/x/model.keras") as temporary:
             model.save(temporary)
@@ -112,6 +118,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     temporary = temporary_name(path)
     try:
         yield temporary
+    except OSError as error:
+        _remove(temporary)
+        raise write_error(path, error) from None
     except BaseException:
         _remove(temporary)
         raise
@@ -122,6 +131,45 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         _remove(old)
     else:
         os.replace(temporary, path)
+
+
+# The causes of a failed write a user can act on, by errno, and what to do about them.
+_WRITE_FAILURES = {errno.ENOSPC: "no space left on the disk", errno.EFBIG: "file too large for the disk or the "
+                   "file-size limit (ulimit -f)", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only disk",
+                   errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+
+
+# The same causes as other writers (TensorFlow's file system) name them in their messages.
+_WRITE_FAILURE_TEXTS = {"No space left": errno.ENOSPC, "File too large": errno.EFBIG, "Disk quota": errno.EDQUOT,
+                        "Read-only file system": errno.EROFS, "Permission denied": errno.EACCES}
+
+
+def write_error(path: str, error: BaseException) -> OSError:
+    """A one-line OSError for a failed write of `path`: the file and the cause (`error`'s errno, or
+    one its message names), nothing of the temporary name; its `errno` is the cause's."""
+    text = " ".join(str(error).split())
+    code = getattr(error, "errno", None) or next(
+        (number for words, number in _WRITE_FAILURE_TEXTS.items() if words.lower() in text.lower()), None)
+    failure = OSError(f"{path}: cannot be written: {_WRITE_FAILURES.get(code) or text[:200] or type(error).__name__}")
+    failure.errno = code
+    return failure
+
+
+def ensure_room(path: str | os.PathLike, size: int) -> None:
+    """Refuses, before writing, a file of about `size` bytes at `path` that the disk's free space or
+    the process's file-size limit (ulimit -f) cannot hold: for writers (HDF5) that fail messily
+    half-way.
+
+    Raises:
+        OSError: as `write_error` gives it.
+    """
+    path = os.fspath(path)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and size > limit:
+        raise write_error(path, OSError(errno.EFBIG, "file too large"))
+    stats = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    if size > stats.f_bavail * stats.f_frsize:
+        raise write_error(path, OSError(errno.ENOSPC, "no space left"))
 
 
 def read_json(path: str | os.PathLike, what: str = "file") -> Any:

@@ -16,10 +16,11 @@ from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.attention_plot import attention_head_pixels
 from bert4rec_tf.evaluation.evaluator import format_table
-from bert4rec_tf.files import atomic_path, write_json_atomic
+from bert4rec_tf.files import atomic_path, ensure_room, write_json_atomic
 from bert4rec_tf.training.run_folder import RunFolder, weights_name
 
 ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
+WEIGHTS_FILE_OVERHEAD = 128 * 1024  # bytes of HDF5 structure in a weights file (100 KB for a tiny model)
 
 
 class TrainingDiverged(ValueError):
@@ -201,6 +202,12 @@ class CheckpointAndValidate(keras.callbacks.Callback):
     def _save_weights(self, name: str) -> str:
         """Writes the weights as checkpoints/`name`; returns `name`."""
         os.makedirs(self.run.checkpoints, exist_ok=True)
+        # HDF5 fails messily half-way through a file that does not fit: refused before, in one line. The
+        # size is the last weights file's, or before the first the weights' bytes and HDF5's structure.
+        last = self.run.checkpoint(self.state["latest_weights"] or name)
+        ensure_room(self.run.checkpoint(name), os.path.getsize(last) if os.path.isfile(last) else
+                    sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in self.model.weights)
+                    + WEIGHTS_FILE_OVERHEAD)
         with atomic_path(self.run.checkpoint(name)) as temporary:
             self.model.save_weights(temporary)
         return name
@@ -213,3 +220,4 @@ def seed_generators(model: keras.Model) -> list:
     run draws the same dropout masks as an uninterrupted one.
     """
     return [generator for layer in model._flatten_layers() for generator in layer._seed_generators]
+

@@ -35,7 +35,7 @@ from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.evaluator import evaluate
 from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.export.saved_model import export_saved_model
-from bert4rec_tf.files import atomic_path, write_json_atomic
+from bert4rec_tf.files import atomic_path, write_error, write_json_atomic
 from bert4rec_tf.tasks import reference_model
 from bert4rec_tf.training.build import build_trainee
 from bert4rec_tf.training.callbacks import (
@@ -203,8 +203,11 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     write_results(run.directory, results, best_point, state["step"])
     with atomic_path(run.path("model.keras")) as temporary:
         model.save(temporary)
-    with atomic_path(run.path("export")) as temporary:
-        export_saved_model(model, sequences.item_ids, temporary)
+    try:
+        with atomic_path(run.path("export")) as temporary:
+            export_saved_model(model, sequences.item_ids, temporary)
+    except tf.errors.OpError as error:  # TensorFlow's file system reports a failed write so
+        raise write_error(run.path("export"), error) from None
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
                        "config": config.to_dict(), "data": run.data_record(), **pop_check})

@@ -147,3 +147,69 @@ def test_a_kill_at_a_write_point_then_a_resume_gives_the_uninterrupted_run(sourc
                               for d in (model_dir, whole[1])), strict=True):
         np.testing.assert_array_equal(mine, theirs)
     assert not leftovers(model_dir)
+
+
+def test_a_write_beyond_the_file_size_limit_names_the_file_and_leaves_nothing(tmp_path):
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    target = str(tmp_path / "big.bin")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, hard))
+    try:
+        with pytest.raises(OSError, match=f"^{target}: cannot be written: file too large") as refused:
+            files.ensure_room(target, 100_000)
+        files.ensure_room(target, 10_000)  # fits
+        with pytest.raises(OSError, match=f"^{target}: cannot be written: file too large"):
+            with files.atomic_path(target) as temporary, open(temporary, "wb") as handle:
+                handle.write(b"x" * 100_000)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert refused.value.errno == 27 and os.listdir(tmp_path) == []
+
+
+def train_command(source: tuple[str, str], model_dir: str) -> list[str]:
+    args = [sys.executable, os.path.join(os.path.dirname(__file__), "..", "..", "run_scripts", "train.py"),
+            "--dataset", "beauty", "--source_file", source[0], "--data_dir", source[1], "--model_dir", model_dir,
+            "--recipe", "paper", "--eval_every", str(EVAL_EVERY)]
+    for override in TINY:
+        args += ["--config", override]
+    return args
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_and_the_run_resumes_once_there_is_room(source, whole, tmp_path):
+    import resource
+
+    model_dir = str(tmp_path / "run")
+    limit = 80 * 1024  # the config and logs fit, a weights file does not
+    failed = subprocess.run(train_command(source, model_dir), capture_output=True, text=True, timeout=600,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    assert "Traceback" not in failed.stderr
+    assert failed.stderr.strip().splitlines()[-1] == (
+        f"error: {model_dir}/checkpoints/best-000000010.weights.h5: cannot be written: file too large for the disk "
+        "or the file-size limit (ulimit -f)")
+    assert not leftovers(model_dir) and RunFolder(model_dir).load_state()["step"] == 0
+    resumed = subprocess.run(train_command(source, model_dir), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert json.load(open(os.path.join(model_dir, "results.json")))["test"] == whole[0]
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_in_one_line_saying_where_the_run_stopped(source, tmp_path):
+    import signal
+
+    model_dir = str(tmp_path / "run")
+    command = train_command(source, model_dir)
+    command[command.index("train_steps=20")] = "train_steps=100000"
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    state, deadline = os.path.join(model_dir, "checkpoints", "state.json"), time.time() + 600
+    while time.time() < deadline and not os.path.isfile(state):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    step = RunFolder(model_dir).load_state()["step"]
+    assert err.strip().splitlines()[-1] == (f"interrupted: {model_dir} keeps its checkpoint at step {step:,}; run the "
+                                            "same command again to resume from there")
