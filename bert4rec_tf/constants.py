@@ -44,8 +44,11 @@ def vocab_size(num_items: int) -> int:
     return num_items + 2
 
 
-def metric_label(metric: str) -> str:
+def metric_label(metric: str, num_negatives: int = NUM_EVAL_NEGATIVES) -> str:
     """"pop/NDCG@10" (or ("pop", "NDCG@10")) -> "pop-100 NDCG@10": a metric as tables, figures and
-    warnings name it."""
+    warnings name it; a sampled protocol with another number of negatives is named by it ("pop-20")."""
     protocol, name = metric.split("/", 1) if isinstance(metric, str) else metric
-    return f"{PROTOCOL_LABELS.get(protocol, protocol)} {name}"
+    label = PROTOCOL_LABELS.get(protocol, protocol)
+    if protocol in ("pop", "uniform") and num_negatives != NUM_EVAL_NEGATIVES:
+        label = f"{protocol}-{num_negatives}"
+    return f"{label} {name}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -36,10 +37,12 @@ from bert4rec_tf.constants import PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data import instances as instances_lib
 from bert4rec_tf.data import masking
+from bert4rec_tf.data.candidates import check_enough_items, trivial_protocols_warning
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.id_files import read_ids, write_ids
 from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
+from bert4rec_tf.data.readers import require_file
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.files import atomic_path, remove_abandoned, write_json_atomic
@@ -93,9 +96,8 @@ def source_identity(source_file: str | None, encoding: str = "utf-8") -> str:
     are other data)."""
     if source_file is None:
         identity = "official"
-    elif not os.path.isfile(source_file):
-        raise DataError("no such file", source_file)
     else:
+        require_file(source_file)
         identity = "file-" + download_lib.sha256_of(source_file)[:16]
     return identity if encoding == "utf-8" else f"{identity}-{encoding}"
 
@@ -153,7 +155,7 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
 
     Raises:
         DataError: for bad input, naming the file and line, or a catalogue too small for
-            `config.num_negatives` (before any file is written).
+            `config.num_negatives` (right after reading the source: nothing is built or written).
         ValueError: for an unknown data set or split.
     """
     get_spec(config.dataset)
@@ -167,7 +169,23 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
         except BlockingIOError:
             logger.info("waiting for another process preparing data in %s", data_dir)
             fcntl.flock(lock, fcntl.LOCK_EX)
-        return _prepare_locked(config, data_dir, source_file, workers, progress)
+        prepared = _prepare_locked(config, data_dir, source_file, workers, progress)
+    warning = trivial_protocols_warning(config.num_negatives, prepared.num_items)
+    if warning:
+        logger.warning(warning)
+    return prepared
+
+
+def check_usable(sequences: UserSequences, config: DataConfig) -> None:
+    """Refuses sequences that `config` cannot be prepared from.
+
+    Raises:
+        DataError: when the validation split finds a user with fewer than 3 items, or a user leaves
+            fewer than `config.num_negatives` items to sample (`check_enough_items`).
+    """
+    if config.split == "valid" and sequences.lengths.min() < 3:
+        raise DataError("the validation split needs at least 3 items per user")
+    check_enough_items(sequences, config.num_negatives)
 
 
 def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, workers: int,
@@ -188,10 +206,11 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
         return prepared
 
     started = time.time()
-    sequences, builder = load_user_sequences(config.dataset, data_dir, source_file, config.encoding)
+    # A new build is refused right after reading, before it spends memory and disk; an earlier one here.
+    sequences, builder = load_user_sequences(config.dataset, data_dir, source_file, config.encoding,
+                                             check=functools.partial(check_usable, config=config))
+    check_usable(sequences, config)
     train = training_sequences(sequences, config.split)
-    if config.split == "valid" and sequences.lengths.min() < 3:
-        raise DataError("the validation split needs at least 3 items per user")
     candidates = sampled_candidates(sequences, config)
     windows = instances_lib.make_windows(train, np.arange(1, sequences.num_users + 1), config.max_len,
                                          config.prop_sliding_window)

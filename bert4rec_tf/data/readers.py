@@ -88,10 +88,25 @@ class Interactions:
         return len(self.users)
 
 
+def require_file(path: str) -> None:
+    """Checks that `path` names an existing file.
+
+    Raises:
+        DataError: naming `path` when it does not exist, or is a folder (or anything else that is not
+            a regular file).
+    """
+    if os.path.isfile(path):
+        return
+    if os.path.isdir(path):
+        raise DataError("is a folder, not a file: give the data file itself", path)
+    if os.path.exists(path):
+        raise DataError("is not a regular file", path)
+    raise DataError("no such file", path)
+
+
 def _open_binary(path: str) -> BinaryIO:
     """Opens a plain, gzip or zip file's content as bytes (a zip through its ``ratings.*`` member)."""
-    if not os.path.isfile(path):
-        raise DataError("no such file", path)
+    require_file(path)
     if zipfile.is_zipfile(path):
         archive = zipfile.ZipFile(path)
         names = [n for n in archive.namelist() if os.path.basename(n) in _ZIP_MEMBERS]
@@ -130,16 +145,17 @@ def text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str
         try:
             for number, line in enumerate(handle, start=1):
                 yield line
-        except UnicodeDecodeError as error:
+        except UnicodeError as error:  # a UnicodeDecodeError, or a codec's own (UTF-16 without a byte-order mark)
             raise _decoding_error(path, encoding, error) from None
         except (EOFError, OSError, zlib.error, zipfile.BadZipFile) as error:
             raise DataError(f"unreadable after line {number}, truncated or damaged ({error}); download or copy "
                             "it again", path) from None
 
 
-def _decoding_error(path: str, encoding: str, error: UnicodeDecodeError) -> DataError:
+def _decoding_error(path: str, encoding: str, error: UnicodeError) -> DataError:
     """The error naming the line and byte offset (in the file's uncompressed content) of the first
-    bytes of `path` that `encoding` cannot decode; `error` is what decoding raised."""
+    bytes of `path` that `encoding` cannot decode, or the line where the codec gave up on the file
+    (UTF-16 without a byte-order mark); `error` is what decoding raised."""
     hint = ("name the file's encoding, e.g. --encoding latin-1" if codecs.lookup(encoding).name == "utf-8"
             else "name the file's encoding with --encoding")
     decoder = codecs.getincrementaldecoder(_codec(encoding))()
@@ -153,8 +169,10 @@ def _decoding_error(path: str, encoding: str, error: UnicodeDecodeError) -> Data
                 position = offset + len(raw) - len(found.object) + found.start
                 return DataError(f"byte 0x{found.object[found.start]:02x} at byte offset {position} is not "
                                  f"{encoding} text ({found.reason}); {hint}", path, number)
+            except UnicodeError as found:
+                return DataError(f"does not decode as {encoding} text ({found}); {hint}", path, number)
             offset += len(raw)
-    return DataError(f"not {encoding} text ({error.reason}); {hint}", path)
+    return DataError(f"does not decode as {encoding} text ({getattr(error, 'reason', error)}); {hint}", path)
 
 
 def detect_format(path: str | os.PathLike, encoding: str = "utf-8") -> str:
@@ -204,14 +222,15 @@ def read_interactions(path: str | os.PathLike, fmt: str | None = None, encoding:
     users: list[str] = []
     items: list[str] = []
     times: list[Timestamp] = []
+    ids: dict[str, str] = {}  # one str object per distinct id: ids repeat, and each object costs ~50 bytes
     fractional = False
     with tqdm(text_lines(path, encoding), desc=f"reading {os.path.basename(path)}", unit=" lines", mininterval=1.0,
               leave=False) as lines:
         for number, user, item, stamp in _PARSERS[fmt](lines, path):
             if not user.strip() or not item.strip():
                 raise DataError(f"empty {'item' if user.strip() else 'user'} id", path, number)
-            users.append(user)
-            items.append(item)
+            users.append(ids.setdefault(user, user))
+            items.append(ids.setdefault(item, item))
             times.append(stamp)
             fractional = fractional or isinstance(stamp, decimal.Decimal)
     if not users:

@@ -10,7 +10,7 @@ Ids are stored as UTF-8 text, any Unicode string. Timestamps are stored as the e
 read (``"978300760"``, ``"1.25"``; empty for files without timestamps), in the exact time order.
 `load_user_sequences` reads the whole build back; a build it cannot read (a damaged or truncated
 record, a missing file, a damaged `dataset_info.json`) is removed and built again, with a warning
-naming its folder.
+naming its folder; a build that fails leaves nothing behind.
 
 Example:
     builder = BUILDERS["ml-1m"](data_dir="datasets/tfds", source_file="ml-1m.txt.gz")
@@ -20,9 +20,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -33,7 +35,7 @@ from google.protobuf import json_format
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.preprocess import UserSequences, preprocess
-from bert4rec_tf.data.readers import Interactions, read_interactions
+from bert4rec_tf.data.readers import Interactions, read_interactions, require_file
 from bert4rec_tf.data.registry import DATASETS, DatasetSpec, get_spec
 
 logger = logging.getLogger("bert4rec_tf")
@@ -54,9 +56,11 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
         "manual directory, or pass source_file=.")
     DATASET = ""
 
-    def __init__(self, *, source_file: str | os.PathLike | None = None, encoding: str = "utf-8", **kwargs):
+    def __init__(self, *, source_file: str | os.PathLike | None = None, encoding: str = "utf-8",
+                 check: Callable[[UserSequences], None] | None = None, **kwargs):
         self._source_file = os.fspath(source_file) if source_file is not None else None
         self._encoding = encoding
+        self._check = check
         if kwargs.get("config") is None and (self._source_file is not None or encoding != "utf-8"):
             kwargs["config"] = source_config(self._source_file, encoding)
         super().__init__(**kwargs)
@@ -100,6 +104,8 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
         sequences, report = preprocess(read_interactions(path, self.spec.source_format, self._encoding),
                                        self.spec.min_user_interactions,
                                        self.spec.min_item_interactions)
+        if self._check is not None:
+            self._check(sequences)
         self.info.metadata.update(report)  # saved with the build: what was dropped on purpose
         for key, value in report.items():
             logger.info("%s %s: %s", self.spec.name, key, value)
@@ -136,13 +142,12 @@ def source_config(source_file: str | None, encoding: str = "utf-8") -> tfds.core
     ("official" for the download), then the encoding unless it is UTF-8.
 
     Raises:
-        DataError: when the file is missing.
+        DataError: when the file is missing or a folder.
     """
     if source_file is None:
         name, description = "official", "the official raw source"
-    elif not os.path.isfile(source_file):
-        raise DataError("no such file", source_file)
     else:
+        require_file(source_file)
         digest = download_lib.sha256_of(source_file)
         name, description = f"file-{digest[:16]}", f"built from {source_file} (sha256 {digest})"
     if encoding != "utf-8":
@@ -151,11 +156,13 @@ def source_config(source_file: str | None, encoding: str = "utf-8") -> tfds.core
 
 
 def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: str | None = None,
-                        encoding: str = "utf-8") -> tuple[UserSequences, tfds.core.DatasetBuilder]:
+                        encoding: str = "utf-8", check: Callable[[UserSequences], None] | None = None,
+                        ) -> tuple[UserSequences, tfds.core.DatasetBuilder]:
     """Builds data set `dataset` with its TFDS builder (once) and returns its user sequences.
 
     An earlier build that cannot be read back is removed and built again, with a warning naming its
-    folder.
+    folder. A build that fails (bad input, `check`'s refusal, Ctrl-C) leaves nothing behind: the
+    folders and files it created under `data_dir` are removed; a completed download is kept.
 
     Args:
         dataset: a name of `DATASETS`.
@@ -163,6 +170,9 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
             `data_dir/downloads`, a manual file may sit in `data_dir/manual/<dataset>`.
         source_file: a local raw or preprocessed file to use instead of the download.
         encoding: the source's text encoding (Python's codec name).
+        check: called with the preprocessed sequences before a new build writes them, to refuse
+            data that cannot be used (its error ends the build before the build's memory and disk
+            are spent); not called when an earlier build is read.
 
     Returns:
         The sequences (ids as documented in `bert4rec_tf.data.preprocess`) and the builder.
@@ -174,29 +184,58 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
     data_dir = os.fspath(data_dir)
     builder_class = BUILDERS[dataset]
     config = source_config(source_file, encoding) if source_file is not None or encoding != "utf-8" else None
-    folder = os.path.join(data_dir, "tfds", builder_class.name, config.name if config else "official",
-                          str(builder_class.VERSION))
+    config_folder = os.path.join(data_dir, "tfds", builder_class.name, config.name if config else "official")
+    folder = os.path.join(config_folder, str(builder_class.VERSION))
     existed = os.path.isdir(folder)
-    try:
-        builder = _prepared_builder(builder_class, data_dir, dataset, source_file, encoding, config)
+    # What download_and_prepare creates besides the build, parents first: the folders of the build,
+    # the builder's default-config record, the download folders.
+    made = [os.path.join(data_dir, "tfds"), os.path.dirname(config_folder),
+            os.path.join(os.path.dirname(config_folder), ".config"),
+            os.path.join(os.path.dirname(config_folder), ".config", "metadata.json"), config_folder,
+            os.path.join(data_dir, "downloads"), os.path.join(data_dir, "downloads", "extracted")]
+    with _removed_on_failure(made, folder):
+        try:
+            builder = _prepared_builder(builder_class, data_dir, dataset, source_file, encoding, config, check)
+            return sequences_from_builder(builder), builder
+        except _DAMAGED_BUILD_ERRORS as error:
+            if not existed:
+                raise
+            reason = " ".join(str(error).split())[:200]
+            logger.warning("%s: the TFDS build cannot be read (%s: %s); removing it and building it again",
+                           folder, type(error).__name__, reason)
+            shutil.rmtree(folder)
+        builder = _prepared_builder(builder_class, data_dir, dataset, source_file, encoding, config, check)
         return sequences_from_builder(builder), builder
-    except _DAMAGED_BUILD_ERRORS as error:
-        if not existed:
-            raise
-        reason = " ".join(str(error).split())[:200]
-        logger.warning("%s: the TFDS build cannot be read (%s: %s); removing it and building it again",
-                       folder, type(error).__name__, reason)
-        shutil.rmtree(folder)
-    builder = _prepared_builder(builder_class, data_dir, dataset, source_file, encoding, config)
-    return sequences_from_builder(builder), builder
+
+
+@contextlib.contextmanager
+def _removed_on_failure(paths: list[str], build: str) -> Iterator[None]:
+    """Removes, when the block raises before the build folder `build` is complete, those of `paths`
+    (parents before children) that did not exist before it: files, and folders once empty (a folder
+    that holds anything else is kept). A build that completed is kept whole."""
+    new = [path for path in paths if not os.path.lexists(path)]
+    try:
+        yield
+    except BaseException:
+        if not os.path.isdir(build):
+            for path in reversed(new):
+                try:
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        os.rmdir(path)
+                    elif os.path.lexists(path):
+                        os.remove(path)
+                except OSError:
+                    pass  # a folder not empty: it holds more than the failed build's (a download)
+        raise
 
 
 def _prepared_builder(builder_class: type[_UserSequenceBuilder], data_dir: str, dataset: str,
-                      source_file: str | None, encoding: str,
-                      config: tfds.core.BuilderConfig | None) -> tfds.core.DatasetBuilder:
-    """The builder of `dataset`, built unless an earlier build exists."""
+                      source_file: str | None, encoding: str, config: tfds.core.BuilderConfig | None,
+                      check: Callable[[UserSequences], None] | None = None) -> tfds.core.DatasetBuilder:
+    """The builder of `dataset`, built unless an earlier build exists (see `load_user_sequences` for
+    `check`)."""
     builder = builder_class(data_dir=os.path.join(data_dir, "tfds"), source_file=source_file, encoding=encoding,
-                            config=config)
+                            config=config, check=check)
     builder.download_and_prepare(
         download_dir=os.path.join(data_dir, "downloads"),
         download_config=tfds.download.DownloadConfig(

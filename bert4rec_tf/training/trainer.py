@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from bert4rec_tf import register_keras_objects
 from bert4rec_tf.config import ExperimentConfig
-from bert4rec_tf.constants import POP_MARGIN, SELECTION_METRIC, metric_label
+from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.pipeline import evaluation_histories
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
@@ -55,7 +55,8 @@ ATTENTION_USERS = 512
 VALIDATION_PROTOCOLS = (SELECTION_METRIC[0], "full")
 
 
-def pop_warning(best: dict | None, pop: dict[str, dict[str, float]]) -> str | None:
+def pop_warning(best: dict | None, pop: dict[str, dict[str, float]],
+                num_negatives: int = NUM_EVAL_NEGATIVES) -> str | None:
     """The one-line warning when `best` (the best checkpoint's validation curve point, {"step": ...,
     "pop/NDCG@10": ...}) is not `POP_MARGIN` times POP's validation `pop` ({protocol: {metric: value}})
     in the selection metric; None when it is, or when there is no best point."""
@@ -65,7 +66,8 @@ def pop_warning(best: dict | None, pop: dict[str, dict[str, float]]) -> str | No
     mine, theirs = best[f"{protocol}/{metric}"], pop[protocol][metric]
     if mine > POP_MARGIN * theirs:
         return None
-    return (f"warning: the best validation {metric_label(SELECTION_METRIC)}, {mine:.4f} at step {best['step']:,}, "
+    label = metric_label(SELECTION_METRIC, num_negatives)
+    return (f"warning: the best validation {label}, {mine:.4f} at step {best['step']:,}, "
             f"is not {POP_MARGIN:g} times POP's {theirs:.4f} on the same users: the model has learned little beyond "
             "popularity (too short a run, or a collapse; docs/training.md)")
 
@@ -195,7 +197,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
         reference = reference_model(config.model)
         reference.fit_statistics(train)
         pop_validation = validate(reference)
-        warning = pop_warning(best_point, pop_validation)
+        warning = pop_warning(best_point, pop_validation, config.data.num_negatives)
         if warning and is_chief(distribution):
             print(warning, file=sys.stderr)
         # above_pop None: no validation to compare

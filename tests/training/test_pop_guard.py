@@ -25,6 +25,12 @@ def test_the_warning_asks_for_a_tenth_above_pops_selection_metric():
     assert pop_warning(None, POP) is None  # no validation curve: nothing to compare
 
 
+def test_the_warning_names_the_negatives_actually_sampled():
+    # A catalogue too small for 100 negatives per user is prepared with fewer (--config num_negatives).
+    warning = pop_warning({"step": 20, "pop/NDCG@10": 0.15}, POP, num_negatives=1)
+    assert warning.startswith("warning: the best validation pop-1 NDCG@10, 0.1500 at step 20")
+
+
 def test_a_model_that_does_not_train_is_reported_at_pops_level(tmp_path):
     """A rate of 1e-9 leaves the initial weights: below POP on a data set whose popularity is skewed."""
     source = write_pairs(str(tmp_path / "planted.txt"), planted_order_sequences(num_users=200, num_items=60))
