@@ -1,15 +1,20 @@
 """The shared test of a registered Task, through the real trainer (`train_and_evaluate`) on tiny data.
 
-`run_task_test(case, ...)` checks, for one case (a Task, with one of its losses):
+`run_task_test(case, ...)`, in the default test run, checks for one case (a Task, with one of its
+losses):
 
 - it learns: on a planted-order data set (users mostly follow one hidden order of the items) a few
   hundred steps beat POP's full-ranking Recall@10 by `MARGIN` (a Task with nothing to train is
   POP itself: it must equal the reference);
-- it resumes exactly: the same run stopped after its first checkpoint and started again in the same
-  folder ends with the same test metrics and the same weights, bit for bit, as the uninterrupted one
-  (which also shows that the same seed gives the same model);
+- its training stream is what an exact resume needs: built anew from the same seed and started at an
+  instance number, it gives the bytes the stream from 0 gives there;
 - it serves: the run's `export/` answers `serving_default` with 10 items of the catalogue, none of
   the history.
+
+`run_resume_test(case, ...)` (a slow check) stops the same run after its first checkpoint and starts
+it again in its folder: it must end with the uninterrupted run's test metrics and weights, bit for bit.
+(`tests/training/test_faults.py` does this in the default run for one Task, at a kill injected at
+each write point of a checkpoint.)
 
 The cases come from the registry (`CASES`): every registered Task, once per loss it trains with; a
 new Task is tested without naming it here. Cases are split over two test files, so that the two test
@@ -26,13 +31,16 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf import cli
+from bert4rec_tf.data.prepare import prepare
+from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.tasks import TASKS, task_of_preset
 from bert4rec_tf.training import callbacks
+from bert4rec_tf.training.build import training_stream
 from bert4rec_tf.training.trainer import train_and_evaluate
 from tests.conftest import planted_order_sequences, write_pairs
 
 STEPS = 300
-EVAL_EVERY = 150
+EVAL_EVERY = 150  # the resume test's checkpoint; the learning run validates once, at the end
 MARGIN = 0.1  # full-ranking Recall@10 above POP's (0.36 here)
 # Tiny dimensions, one block and a fast rate; the rest of each preset is kept. Full-width batches
 # (length_groups=0) have one shape, so the training step is traced once rather than twice.
@@ -55,7 +63,7 @@ class Interrupted(Exception):
     """Stops a run right after its first checkpoint, as a kill would."""
 
 
-def train_case(preset: str, overrides: list[str], source: tuple[str, str], model_dir: str,
+def train_case(preset: str, overrides: list[str], source: tuple[str, str], model_dir: str, eval_every: int = STEPS,
                stop_after_first_checkpoint: bool = False, monkeypatch=None) -> dict:
     """Trains the preset on the planted data through `train_and_evaluate`; its test metrics."""
     source_file, data_dir = source
@@ -70,7 +78,7 @@ def train_case(preset: str, overrides: list[str], source: tuple[str, str], model
         monkeypatch.setattr(callbacks.CheckpointAndValidate, "on_epoch_end", stop)
     try:
         return train_and_evaluate(config, model_dir, data_dir=data_dir, source_file=source_file,
-                                  eval_every=EVAL_EVERY, verbose=0)
+                                  eval_every=eval_every, verbose=0)
     finally:
         if stop_after_first_checkpoint:
             monkeypatch.setattr(callbacks.CheckpointAndValidate, "on_epoch_end", checkpoint)
@@ -81,29 +89,35 @@ def weights(model_dir: str) -> list[np.ndarray]:
     return keras.saving.load_model(os.path.join(model_dir, "model.keras"), safe_mode=True).get_weights()
 
 
-def run_task_test(case: tuple[str, str, list[str]], source: tuple[str, str], pop_recall: float, root: str,
-                  monkeypatch) -> None:
-    """The checks of the module docstring for `case`, in folders under `root`."""
+def stream_batches(preset: str, overrides: list[str], source: tuple[str, str], start: int, count: int) -> list:
+    """`count` batches of the Task's training stream (as the trainer builds it) from instance `start`."""
+    source_file, data_dir = source
+    config = cli.experiment_config("beauty", TINY + overrides, model=preset)
+    prepared = prepare(config.data, data_dir, source_file, progress=False)
+    stream = training_stream(task_of_preset(preset), config, prepared,
+                             training_sequences(prepared.sequences(), config.data.split))
+    return [{name: value.numpy() for name, value in batch.items()} for batch in stream(start).take(count)]
+
+
+def run_task_test(case: tuple[str, str, list[str]], source: tuple[str, str], pop_recall: float, root: str) -> None:
+    """The default-run checks for `case`, in folders under `root`: it learns (or is POP), it serves,
+    and its training stream is a pure function of the instance number (what an exact resume needs of
+    a Task; `run_resume_test` resumes a whole run)."""
     name, preset, overrides = case
-    trains = task_of_preset(preset).trains
-    whole = train_case(preset, overrides, source, f"{root}/whole")
-    recall = whole["full"]["Recall@10"]
-    if trains:
+    task = task_of_preset(preset)
+    results = train_case(preset, overrides, source, f"{root}/whole")
+    recall = results["full"]["Recall@10"]
+    if task.trains:
         assert recall >= pop_recall + MARGIN, f"{name}: full Recall@10 {recall:.3f}, POP {pop_recall:.3f}"
+        batch = int(cli.experiment_config("beauty", TINY + overrides, model=preset).train.batch_size)
+        # Built anew from the same seed and started at its third batch, the stream gives that batch's bytes.
+        first, resumed = stream_batches(preset, overrides, source, 0, 3), stream_batches(preset, overrides, source,
+                                                                                          2 * batch, 1)
+        assert resumed[0].keys() == first[2].keys()
+        for key in first[2]:
+            np.testing.assert_array_equal(resumed[0][key], first[2][key], err_msg=f"{name}: {key}")
     else:
         assert recall == pop_recall
-
-    try:
-        train_case(preset, overrides, source, f"{root}/cut", stop_after_first_checkpoint=True,
-                   monkeypatch=monkeypatch)
-        assert not trains  # a Task that trains checkpoints after its first interval
-    except Interrupted:
-        with open(f"{root}/cut/checkpoints/state.json") as handle:
-            assert json.load(handle)["step"] == EVAL_EVERY
-    resumed = train_case(preset, overrides, source, f"{root}/cut")
-    assert resumed == whole, f"{name}: resumed {resumed} != uninterrupted {whole}"
-    for mine, theirs in zip(weights(f"{root}/cut"), weights(f"{root}/whole"), strict=True):
-        np.testing.assert_array_equal(mine, theirs)
 
     served = tf.saved_model.load(f"{root}/whole/export")
     history = tf.constant([["i1", "i2", ""], ["i7", "", ""]])
@@ -113,3 +127,21 @@ def run_task_test(case: tuple[str, str, list[str]], source: tuple[str, str], pop
     catalogue = {f"i{item}" for item in range(1, 101)}
     for row, seen in enumerate(({"i1", "i2"}, {"i7"})):
         assert set(items[row]) <= catalogue - seen and len(set(items[row])) == 10
+
+
+def run_resume_test(case: tuple[str, str, list[str]], source: tuple[str, str], root: str, monkeypatch) -> None:
+    """A run stopped after its first checkpoint and started again in its folder ends with the metrics
+    and the weights, bit for bit, of the uninterrupted run."""
+    name, preset, overrides = case
+    whole = train_case(preset, overrides, source, f"{root}/whole", EVAL_EVERY)
+    try:
+        train_case(preset, overrides, source, f"{root}/cut", EVAL_EVERY, stop_after_first_checkpoint=True,
+                   monkeypatch=monkeypatch)
+        assert not task_of_preset(preset).trains  # a Task that trains checkpoints after its first interval
+    except Interrupted:
+        with open(f"{root}/cut/checkpoints/state.json") as handle:
+            assert json.load(handle)["step"] == EVAL_EVERY
+    resumed = train_case(preset, overrides, source, f"{root}/cut", EVAL_EVERY)
+    assert resumed == whole, f"{name}: resumed {resumed} != uninterrupted {whole}"
+    for mine, theirs in zip(weights(f"{root}/cut"), weights(f"{root}/whole"), strict=True):
+        np.testing.assert_array_equal(mine, theirs)

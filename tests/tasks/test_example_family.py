@@ -7,7 +7,7 @@ import pytest
 
 from bert4rec_tf.tasks import TASKS, register_task
 from tests.tasks.example_bigram import BigramTask
-from tests.tasks.harness import run_task_test
+from tests.tasks.harness import run_resume_test, run_task_test
 
 
 @pytest.fixture
@@ -17,6 +17,13 @@ def registered():
     del TASKS[BigramTask.name]
 
 
-def test_a_family_in_one_file_learns_resumes_and_serves(registered, planted, planted_pop_recall, tmp_path,
-                                                        monkeypatch):
-    run_task_test(("bigram", "bigram", []), planted, planted_pop_recall, str(tmp_path), monkeypatch)
+CASE = ("bigram", "bigram", [])
+
+
+def test_a_family_in_one_file_learns_and_serves(registered, planted, planted_pop_recall, tmp_path):
+    run_task_test(CASE, planted, planted_pop_recall, str(tmp_path))
+
+
+@pytest.mark.slow
+def test_a_family_in_one_file_resumes_exactly(registered, planted, tmp_path, monkeypatch):
+    run_resume_test(CASE, planted, str(tmp_path), monkeypatch)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tasks.harness import CASES, run_task_test
+from tests.tasks.harness import CASES, run_resume_test, run_task_test
+
+HALF = CASES[0::2]
 
 
 def test_every_registered_task_is_a_case():
@@ -14,6 +16,12 @@ def test_every_registered_task_is_a_case():
     assert {task_of_preset(preset).name for _, preset, _ in CASES} == set(TASKS)
 
 
-@pytest.mark.parametrize("case", CASES[0::2], ids=[name for name, _, _ in CASES[0::2]])
-def test_task_learns_resumes_exactly_and_serves(case, planted, planted_pop_recall, tmp_path, monkeypatch):
-    run_task_test(case, planted, planted_pop_recall, str(tmp_path), monkeypatch)
+@pytest.mark.parametrize("case", HALF, ids=[name for name, _, _ in HALF])
+def test_task_learns_and_serves_from_a_resumable_stream(case, planted, planted_pop_recall, tmp_path):
+    run_task_test(case, planted, planted_pop_recall, str(tmp_path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", HALF, ids=[name for name, _, _ in HALF])
+def test_task_resumes_exactly(case, planted, tmp_path, monkeypatch):
+    run_resume_test(case, planted, str(tmp_path), monkeypatch)
