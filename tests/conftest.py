@@ -11,12 +11,13 @@ import bert4rec_tf  # noqa: F401  (first: it turns on oneDNN before TensorFlow l
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# The files that took longest on the slowest CI machine (per-file worker time, docs/experiments.md,
-# measured when all of them were in the default run; the two learning files still are, most checks of
-# the others are slow checks now), longest first. They start first, so the test workers (pytest-xdist
+# The files that take longest (per-file worker time: the two Task harness files, the run folder's
+# faults and the POP guard train through the real trainer; most checks of the others are slow checks
+# now), longest first. They start first, so the test workers (pytest-xdist
 # keeps a file on one worker, in collection order with --no-loadscope-reorder) finish together instead
 # of one training alone at the end.
-LONGEST_FIRST = ("tasks/test_tasks.py", "tasks/test_tasks_other_half.py", "models/test_bert4rec.py",
+LONGEST_FIRST = ("tasks/test_tasks.py", "tasks/test_tasks_other_half.py", "training/test_faults.py",
+                 "training/test_pop_guard.py", "models/test_bert4rec.py",
                  "models/test_relatives.py", "training/test_trainer.py", "export/test_every_model.py",
                  "export/test_saved_model.py", "models/test_padding.py")
 
