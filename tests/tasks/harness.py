@@ -28,6 +28,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert4rec_tf import cli
@@ -145,3 +146,20 @@ def run_resume_test(case: tuple[str, str, list[str]], source: tuple[str, str], r
     assert resumed == whole, f"{name}: resumed {resumed} != uninterrupted {whole}"
     for mine, theirs in zip(weights(f"{root}/cut"), weights(f"{root}/whole"), strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def task_tests(cases: list) -> tuple:
+    """The two tests of `cases`, for a test file to bind to its names: the default-run checks
+    (`run_task_test`) and the slow exact resume (`run_resume_test`)."""
+    ids = [name for name, _, _ in cases]
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def learns_and_serves(case, planted, planted_pop_recall, tmp_path):
+        run_task_test(case, planted, planted_pop_recall, str(tmp_path))
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def resumes_exactly(case, planted, tmp_path, monkeypatch):
+        run_resume_test(case, planted, str(tmp_path), monkeypatch)
+
+    return learns_and_serves, resumes_exactly
