@@ -3,7 +3,9 @@ different lengths, unknown ids and bad arguments."""
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 
 import pytest
 
@@ -60,3 +62,15 @@ def test_bad_arguments_are_value_errors(recommender, histories, k, message):
 def test_a_folder_without_a_saved_model_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"^{tmp_path} holds no SavedModel; train the run to its end first$"):
         Recommender(str(tmp_path))
+
+
+def test_a_damaged_saved_model_is_named_damaged(tiny_run, tmp_path):
+    _, run_dir = tiny_run
+    copy = str(tmp_path / "export")
+    shutil.copytree(os.path.join(run_dir, "export"), copy)
+    for path in glob.glob(os.path.join(copy, "variables", "variables.data-*")):
+        with open(path, "rb+") as handle:  # truncated, as by a full disk or an interrupted copy
+            handle.truncate(os.path.getsize(path) // 3)
+    with pytest.raises(ValueError, match=f"^{copy}: the SavedModel is damaged") as damaged:
+        Recommender(copy).recommend([["i1"]])
+    assert "\n" not in str(damaged.value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -218,3 +219,21 @@ def test_ctrl_c_ends_in_one_line_saying_where_the_run_stopped(source, tmp_path):
     step = RunFolder(model_dir).load_state()["step"]
     assert err.strip().splitlines()[-1] == (f"interrupted: {model_dir} keeps its checkpoint at step {step:,}; run the "
                                             "same command again to resume from there")
+
+
+def test_a_damaged_model_file_is_named_damaged(whole, tmp_path):
+    copy = str(tmp_path / "copy")
+    shutil.copytree(whole[1], copy)
+    with open(os.path.join(copy, "model.keras"), "rb+") as handle:
+        handle.truncate(os.path.getsize(os.path.join(copy, "model.keras")) // 2)
+    with pytest.raises(ValueError, match=f"^{copy}/model.keras: the saved model is damaged"):
+        trainer.load_finished_run(copy)
+
+
+def test_a_run_folder_that_will_refuse_refuses_before_preparing_data(source, whole, tmp_path):
+    copy, data_dir = str(tmp_path / "copy"), str(tmp_path / "fresh-data")
+    shutil.copytree(whole[1], copy)
+    with pytest.raises(ValueError, match="holds a run with another configuration .model.hidden_size differ"):
+        trainer.train_and_evaluate(config("model.hidden_size=16"), copy, data_dir=data_dir, source_file=source[0],
+                                   eval_every=EVAL_EVERY, verbose=0)
+    assert not os.path.exists(data_dir)
