@@ -133,7 +133,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         os.replace(temporary, path)
 
 
-# The causes of a failed write a user can act on, by errno, and what to do about them.
+# The causes of a failed write a user can act on, by errno, as the one-line error names them.
 _WRITE_FAILURES = {errno.ENOSPC: "no space left on the disk", errno.EFBIG: "file too large for the disk or the "
                    "file-size limit (ulimit -f)", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only disk",
                    errno.EACCES: "permission denied", errno.EPERM: "permission denied"}

@@ -146,11 +146,12 @@ class RunFolder:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RunFolderBusy(f"{self.directory} is in use by {_holder(handle)}: wait for it to end, or use "
-                                    "another --model_dir") from None
-            previous = _holder(handle)
-            if previous != "another process":
-                _announce_takeover(self.directory, handle, previous)
+                raise RunFolderBusy(f"{self.directory} is in use by {_describe(_lock_record(handle))}: wait for it "
+                                    "to end, or use another --model_dir") from None
+            previous = _lock_record(handle)  # None: released cleanly (or never held)
+            if previous and not (previous["host"] == socket.gethostname() and process_running(previous["pid"])):
+                print(f"note: {self.directory} was held by {_describe(previous)}, which no longer runs; taking it "
+                      "over", file=sys.stderr)
             handle.seek(0)
             handle.truncate()
             json.dump({"pid": os.getpid(), "host": socket.gethostname(),
@@ -168,9 +169,9 @@ class RunFolder:
                         os.rmdir(self.directory)
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def check(self, config: ExperimentConfig, prepared: PreparedData) -> dict:
-        """Checks that `config` and `prepared` continue the run in this folder and returns the resume
-        state; `config.model.vocab_size` is set from the data first. Writes nothing.
+    def check(self, config: ExperimentConfig, prepared: PreparedData, state: dict) -> None:
+        """Checks that `config` and `prepared` continue the run in this folder, whose resume state is
+        `state` (`load_state`); `config.model.vocab_size` is set from the data first. Writes nothing.
 
         Raises:
             ValueError: one line saying what differs, when the folder holds a trained run with
@@ -178,10 +179,8 @@ class RunFolder:
         """
         config.model.vocab_size = int(prepared.metadata["vocab_size"])
         config.model.max_len = config.data.max_len
-        state = self.load_state()
         if state["step"]:
             self._check_same_run(config, data_identity(prepared), state)
-        return state
 
     def record(self, config: ExperimentConfig, prepared: PreparedData) -> None:
         """Writes config.json and run.json (after `check`, once the run's checkpoint has loaded)."""
@@ -189,14 +188,15 @@ class RunFolder:
         write_json_atomic(self.path("config.json"), config.to_dict())
         write_json_atomic(self.path("run.json"), data_identity(prepared))
 
-    def check_config(self, config: ExperimentConfig) -> None:
+    def check_config(self, config: ExperimentConfig, state: dict) -> None:
         """Refuses, before any data is prepared, a configuration that differs from the trained run in
-        this folder (the vocabulary, which comes from the data, is checked by `check`).
+        this folder, whose resume state is `state` (the vocabulary, which comes from the data, is
+        checked by `check`).
 
         Raises:
             ValueError: one line naming the fields that differ.
         """
-        if self.load_state()["step"]:
+        if state["step"]:
             self._check_config(config, ignore=(("model", "vocab_size"),))
 
     def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> None:
@@ -237,20 +237,18 @@ class RunFolder:
         return read_json(self.path("run.json"), "run's data record")
 
 
-def _holder(handle) -> str:
-    """Who the lock file says holds the folder: "process <pid> on <host> since <time>"."""
+def _lock_record(handle) -> dict | None:
+    """The holder the lock file records ({"pid", "host", "started"}), or None when it records none."""
     handle.seek(0)
     try:
         record = json.loads(handle.read() or "null")
-        return f"process {record['pid']} on {record['host']} since {record['started']}"
+        return {"pid": int(record["pid"]), "host": str(record["host"]), "started": str(record["started"])}
     except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _describe(record: dict | None) -> str:
+    """"process <pid> on <host> since <time>", or "another process" when the holder is unknown."""
+    if record is None:
         return "another process"
-
-
-def _announce_takeover(directory: str, handle, previous: str) -> None:
-    """Says on stderr that the folder is taken over from a process that ended without releasing it."""
-    handle.seek(0)
-    record = json.loads(handle.read())
-    if record.get("host") == socket.gethostname() and process_running(int(record["pid"])):
-        return  # the same process (or its pid reused): nothing to say
-    print(f"note: {directory} was held by {previous}, which no longer runs; taking it over", file=sys.stderr)
+    return f"process {record['pid']} on {record['host']} since {record['started']}"

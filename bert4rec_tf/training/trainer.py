@@ -135,10 +135,11 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
                                data_dir: str | None, source_file: str | None, eval_every: int, patience: int | None,
                                verbose: int) -> dict:
     """`train_and_evaluate_in`, holding the run folder's lock."""
-    run.tidy(run.load_state())  # a damaged folder is named, and leftovers swept, before the data is prepared
-    run.check_config(config)  # a folder that will refuse the run does so before the data is prepared
+    state = run.load_state()  # a damaged folder is named before the data is prepared
+    run.tidy(state)
+    run.check_config(config, state)  # a folder that will refuse the run does so before the data is prepared
     prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
-    state = run.check(config, prepared)
+    run.check(config, prepared, state)
     sequences, candidates = prepared.sequences(), prepared.candidates()
     train = training_sequences(sequences, config.data.split)
 
