@@ -82,24 +82,28 @@ class Run:
 
         return evaluate_run(self.model_dir, stage, batch_size)
 
-    def recommend(self, histories: Sequence[Sequence[str]], k: int = 10) -> list[list[tuple[str, float]]]:
+    def recommend(self, histories: Sequence[Sequence[str]], k: int = 10,
+                  users: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
         """The best `k` items each history has not seen, from the run's serving SavedModel.
 
         As `bert4rec-recommend`: ids missing from the export's vocab.txt are ignored, with a warning
         naming them, and a history with no known id is an error. No item of a history is recommended
-        for it.
+        for it. A model that learned a vector per training user (BPR-MF, NCF, FPMC, Caser) serves
+        those users only, by raw user id (`users`); its histories may be empty.
 
         Args:
             histories: [batch] lists of the data set's raw item ids, oldest first.
             k: how many items per history, 1 to 10.
+            users: the raw user id of each history, for a model that reads users; None otherwise.
 
         Returns:
             [batch] lists of (raw item id, score) pairs, best first; shorter than `k` only when fewer
             items of the catalogue are unseen.
 
         Raises:
-            ValueError: for a history that is empty, holds no known id or is a string, or a `k` out of
-                range.
+            ValueError: for a history that is empty, holds no known id or is a string, a `k` out of
+                range, or users missing for a model that reads them, given to one that does not, or
+                unknown.
 
         Example:
             >>> run.recommend([["sku-104", "sku-221"]], k=3)
@@ -108,12 +112,13 @@ class Run:
         from bert4rec_tf.export.recommender import check_histories
 
         check_histories(histories)
+        self._recommender.check_users(users, len(histories))
         for number, history in enumerate(histories):
             unknown = self._recommender.unknown_ids(history, f"history {number}")
             if unknown:
                 warnings.warn(f"history {number}: unknown ids (ignored): {', '.join(map(repr, unknown))}",
                               stacklevel=2)
-        return self._recommender.recommend(histories, k)
+        return self._recommender.recommend(histories, k, users)
 
     @functools.cached_property
     def _recommender(self):

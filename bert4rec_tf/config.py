@@ -82,6 +82,18 @@ class ModelConfig:
             all items); the Cloze models always use "ce".
         match_negatives: the matching task's negatives per instance (n).
         match_scale: the matching task's scale c.
+        num_users: model user ids are 1..num_users (0: unknown); set from the prepared data, read
+            by the models that learn a vector per user.
+        train_negatives: sampled negatives per training target, for the families that sample them
+            (NCF's 4, Caser's 3, GRU4Rec+'s extra negatives shared by a batch).
+        negative_alpha: negatives are drawn with probability proportional to popularity ** alpha
+            where a family supports it (0: uniform).
+        l2: L2 penalty on the embedding rows a batch uses, added to the loss (the matrix
+            factorisation families' regularisation).
+        next_targets: T, the next items each training window predicts (Caser).
+        conv_filters: Caser's horizontal filters per height (n_h).
+        vertical_filters: Caser's vertical filters (n_v).
+        bpr_max_reg: the score regularisation lambda of GRU4Rec+'s BPR-max loss.
     """
 
     name: str = "bert4rec"
@@ -100,6 +112,14 @@ class ModelConfig:
     loss: str = "ce"
     match_negatives: int = 5
     match_scale: float = 10.0
+    num_users: int = 0
+    train_negatives: int = 1
+    negative_alpha: float = 0.0
+    l2: float = 0.0
+    next_targets: int = 1
+    conv_filters: int = 16
+    vertical_filters: int = 4
+    bpr_max_reg: float = 1.0
 
 
 @dataclasses.dataclass
@@ -187,6 +207,12 @@ class ExperimentConfig:
         _require(model.num_heads >= 1 and model.hidden_size % model.num_heads == 0, "num_heads", model.num_heads,
                  f"at least 1 and a divisor of hidden_size {model.hidden_size}")
         _require(model.intermediate_size >= 1, "intermediate_size", model.intermediate_size, "at least 1")
+        for name in ("train_negatives", "next_targets", "conv_filters"):
+            _require(getattr(model, name) >= 1, name, getattr(model, name), "at least 1")
+        _require(model.vertical_filters >= 0, "vertical_filters", model.vertical_filters, "at least 0")
+        for name in ("negative_alpha", "l2", "bpr_max_reg"):
+            value = getattr(model, name)
+            _require(math.isfinite(value) and value >= 0, name, value, "a finite number >= 0")
         for name in ("hidden_dropout", "attention_dropout"):
             _require(0.0 <= getattr(model, name) < 1.0, name, getattr(model, name), "in [0, 1)")
         _require(train.batch_size >= 1, "batch_size", train.batch_size, "at least 1")

@@ -28,6 +28,9 @@ class Stream(enum.IntEnum):
     NEXT_ITEM = 2           # next-item instances: (epoch) window order, (epoch, window) negatives
     MATCH_NEGATIVES = 3     # the matching task's negatives, by instance number
     LENGTH_GROUPS = 4       # length-grouped batches: (chunk) the order of a chunk's batches
+    INTERACTIONS = 5        # (user, item) instances: (epoch) interaction order, (epoch, interaction) negatives
+    SEQUENCE_WINDOWS = 6    # short windows of L items and T targets (Caser): (epoch) order, (epoch, window) negatives
+    SHARED_NEGATIVES = 7    # negatives shared by a whole batch: (batch number)
 
 
 def instance_seed(base_seed: int, stream: Stream, *keys: tf.Tensor) -> tf.Tensor:

@@ -28,7 +28,8 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
 
     Args:
         model: a model with `score_next(history) -> [batch, vocab_size]` (see
-            `bert4rec_tf.models.base.SequentialRecommender`).
+            `bert4rec_tf.models.base.SequentialRecommender`; with `reads_users`, also `users=`, the
+            model user ids: user u of `sequences` is u + 1).
         sequences: all users' sequences.
         stage: "valid" or "test".
         max_len: history items given to the model (its sequence length is enough for every model).
@@ -49,7 +50,11 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     if unknown:
         raise ValueError(f"unknown protocol(s) {sorted(unknown)}; known: {', '.join(PROTOCOLS)}")
     histories, targets = evaluation_histories(sequences, stage, max_len)
-    def score_next(history):
+    reads_users = getattr(model, "reads_users", False)
+
+    def score_next(history, users):
+        if reads_users:
+            return model.score_next(history, training=False, users=users)
         return model.score_next(history, training=False)
 
     if isinstance(model, keras.Model):
@@ -62,7 +67,7 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
         users = order[begin:begin + batch_size]
         width = padded_width(int(lengths[users].max()), max_len) if trim else max_len
-        scores = ops.convert_to_numpy(score_next(histories[users, :width]))  # [b, vocab]
+        scores = ops.convert_to_numpy(score_next(histories[users, :width], users + 1))  # [b, vocab]; model user ids
         target_scores = scores[np.arange(len(users)), targets[users]]
         for protocol in protocols:
             if protocol == "full":

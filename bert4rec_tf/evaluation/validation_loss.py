@@ -31,7 +31,7 @@ def validation_loss_function(model, loss_features, histories: np.ndarray, target
 
     Args:
         model: a `SequentialRecommender` (the one being trained: the function reads its weights).
-        loss_features: the Task's `loss_features(model, histories, targets, negatives)`.
+        loss_features: the Task's `loss_features(model, histories, targets, negatives, users=...)`.
         histories: int [users, L] validation histories, right-padded (`evaluation_histories`).
         targets: int [users] validation targets.
         negatives: int [users, C] items each user never had (C >= 1).
@@ -39,7 +39,7 @@ def validation_loss_function(model, loss_features, histories: np.ndarray, target
         batch_size: users per forward pass.
     """
     chosen = np.unique(np.linspace(0, len(targets) - 1, min(users, len(targets))).astype(np.int64))
-    features = loss_features(model, histories[chosen], targets[chosen], negatives[chosen])
+    features = loss_features(model, histories[chosen], targets[chosen], negatives[chosen], users=chosen + 1)
     if features is None:
         return None
 

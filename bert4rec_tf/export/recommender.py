@@ -1,4 +1,5 @@
-"""Recommendations from a run's serving SavedModel: raw item ids in, the best unseen items out.
+"""Recommendations from a run's serving SavedModel: raw item ids (and, for a model that learned a
+vector per training user, the raw user id) in, the best unseen items out.
 
 `bert4rec-recommend` and `bert4rec_tf.api.Run.recommend` both go through `Recommender`, which calls
 the SavedModel's `serving_default` signature (see `bert4rec_tf.export.saved_model`).
@@ -11,7 +12,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from bert4rec_tf.export.saved_model import TOP_K, VOCAB_FILE, read_vocabulary
+from bert4rec_tf.export.saved_model import TOP_K, USERS_FILE, VOCAB_FILE, read_users, read_vocabulary
 
 
 def check_histories(histories: Sequence[Sequence[str]]) -> None:
@@ -40,6 +41,8 @@ class Recommender:
     """The serving SavedModel of an export folder, with its vocabulary.
 
     The SavedModel is loaded at the first `recommend`, so a bad history is reported at once.
+    `users` is None for a model that serves any history; else the raw user ids the model learned a
+    vector for (BPR-MF, NCF, FPMC, Caser), the only users it serves.
 
     Args:
         export_dir: a folder written by `export_saved_model` (a run's `export/`).
@@ -58,13 +61,44 @@ class Recommender:
             raise FileNotFoundError(f"{export_dir} holds no SavedModel; train the run to its end first")
         self.export_dir = export_dir
         self.vocabulary = read_vocabulary(export_dir)
+        self.users = read_users(export_dir)
         self._serve = None
+
+    def check_users(self, users: Sequence[str] | None, count: int, source: str = "users") -> None:
+        """Checks that `users` suits the export: one known raw user id per history for a model that
+        reads users, None otherwise.
+
+        Args:
+            users: the raw user ids given, or None.
+            count: the number of histories.
+            source: how the caller names the users in messages ("users", "--user").
+
+        Raises:
+            ValueError: one line saying what is missing, extra or unknown.
+        """
+        if self.users is None:
+            if users is not None:
+                raise ValueError(f"{source}: this export's model reads histories only and serves any user; "
+                                 f"leave {source} out")
+            return
+        if users is None or isinstance(users, str) and count != 1:
+            raise ValueError(f"this export's model learned a vector per training user: give {source} "
+                             "(one raw user id per history)")
+        users = [users] if isinstance(users, str) else list(users)
+        if len(users) != count:
+            raise ValueError(f"{source}: {len(users)} user ids for {count} histories")
+        unknown = [user for user in dict.fromkeys(users) if user not in self.users]
+        if unknown:
+            raise ValueError(f"unknown user {', '.join(map(repr, unknown[:5]))}: the model serves only the "
+                             f"{len(self.users)} users it was trained on "
+                             f"(listed in {os.path.join(self.export_dir, USERS_FILE)})")
 
     def unknown_ids(self, history: Sequence[str], source: str) -> list[str]:
         """The distinct ids of `history` missing from the vocabulary, in order of first appearance.
 
         The SavedModel ignores them; a history without any known id is refused rather than answered
-        as if it were empty.
+        as if it were empty, unless the model serves users by id (then the user's vector carries the
+        recommendation and an empty history is allowed).
 
         Args:
             history: raw item ids, oldest first.
@@ -74,38 +108,48 @@ class Recommender:
             ValueError: when `history` is empty or none of its ids is known.
         """
         if not history:
+            if self.users is not None:
+                return []
             raise ValueError(f"{source} holds no ids")
         unknown = [item for item in dict.fromkeys(history) if item not in self.vocabulary]
-        if len(unknown) == len(set(history)):
+        if len(unknown) == len(set(history)) and self.users is None:
             named = ", ".join(repr(item) for item in unknown)
             raise ValueError(f"no id of {source} is in {os.path.join(self.export_dir, VOCAB_FILE)}: {named}")
         return unknown
 
-    def recommend(self, histories: Sequence[Sequence[str]], k: int = TOP_K) -> list[list[tuple[str, float]]]:
+    def recommend(self, histories: Sequence[Sequence[str]], k: int = TOP_K,
+                  users: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
         """The best `k` items each history has not seen, with their scores, best first.
 
         Args:
             histories: [batch] lists of raw item ids, oldest first; unknown ids are ignored. All are
                 scored in one call, whose memory grows with batch x (longest history + catalogue).
             k: how many items per history, 1 to `TOP_K` (what `serving_default` returns).
+            users: for a model that serves users by id (`self.users` not None), the raw user id of
+                each history; None otherwise.
 
         Returns:
             [batch] lists of (raw item id, score) pairs; a list is shorter than `k` only when fewer
             items of the catalogue are unseen.
 
         Raises:
-            ValueError: for a `k` out of range or histories given as strings (`check_histories`).
+            ValueError: for a `k` out of range, histories given as strings (`check_histories`), or
+                users missing, extra or unknown (`check_users`).
         """
         if not 1 <= k <= TOP_K:
             raise ValueError(f"k must be between 1 and {TOP_K} (the export serves the top {TOP_K}), got {k}")
         check_histories(histories)
+        self.check_users(users, len(histories))
         if not histories:
             return []
         if self._serve is None:
             self._serve = load_serving(self.export_dir)
-        width = max(len(history) for history in histories)
+        width = max(1, max(len(history) for history in histories))
         padded = [list(history) + [""] * (width - len(history)) for history in histories]  # "" pads
-        out = self._serve(history=tf.constant(padded, dtype=tf.string, shape=[len(padded), width]))
+        inputs = {"history": tf.constant(padded, dtype=tf.string, shape=[len(padded), width])}
+        if self.users is not None:
+            inputs["user"] = tf.constant([users] if isinstance(users, str) else list(users), dtype=tf.string)
+        out = self._serve(**inputs)
         return [[(item.decode("utf-8"), float(score)) for item, score in zip(items[:min(count, k)], scores)]
                 for items, scores, count in zip(out["item_ids"].numpy(), out["scores"].numpy(),
                                                 out["num_items"].numpy())]

@@ -16,6 +16,14 @@ Signatures (loadable with plain `tf.saved_model.load`, no bert4rec_tf needed):
 The history becomes the model's input by the model's own `history_inputs`, the same code the
 evaluator runs.
 
+A model that learns a vector per training user (`reads_users`: BPR-MF, NCF, FPMC, Caser) serves the
+users it was trained on, by their raw user id: each signature then takes ``user: string [batch]``
+before `history` (the user's items, which are excluded from the recommendations and, for FPMC and
+Caser, the recent items the model reads). A user id outside training is refused with an
+InvalidArgumentError naming it; `users.txt` beside the SavedModel lists the users it knows, one raw id
+a line (escaped as `vocab.txt`'s). The other models (POP, BERT4Rec, SASRec, GRU4Rec) take a history
+only, of any user.
+
 Both signatures reject, with an InvalidArgumentError naming the input, a `history` or `candidates` that
 is not a matrix and candidates whose batch differs from the history's. Excluding the history costs
 O(batch * (L + num_items)) memory: its ids are scattered into one [batch, num_items] count.
@@ -34,10 +42,11 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.constants import PAD_ID, mask_id
-from bert4rec_tf.data.id_files import escape_id, unescape_id
+from bert4rec_tf.data.id_files import escape_id, read_ids, unescape_id, write_ids
 
 TOP_K = 10
 VOCAB_FILE = "vocab.txt"
+USERS_FILE = "users.txt"
 
 
 def _row_indices(ids: tf.Tensor) -> tf.Tensor:
@@ -80,18 +89,48 @@ def _matrix(tensor: tf.Tensor, name: str, columns: str) -> tf.Tensor:
     return _checked(tensor, tf.equal(rank, 2), f"{name} must be a string matrix [batch, {columns}]")
 
 
-def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str) -> str:
+def _user_lookup(user_ids: np.ndarray):
+    """A function from raw user ids string [batch] to model user ids int64 [batch] (user_ids[u - 1] is
+    u), failing with an InvalidArgumentError that names the ids not among `user_ids`."""
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer([str(user) for user in user_ids],
+                                            tf.range(1, len(user_ids) + 1, dtype=tf.int64)), default_value=0)
+
+    def lookup(user):
+        rank = tf.reduce_sum(tf.cast(tf.shape(user) >= 0, tf.int32))
+        user = _checked(user, tf.equal(rank, 1), "user must be a string vector [batch]")
+        ids = table.lookup(user)
+        check = tf.debugging.Assert(tf.reduce_all(ids > 0), [
+            "unknown user id(s); this model serves only the users it was trained on:", tf.boolean_mask(user, ids == 0)])
+        with tf.control_dependencies([check]):
+            return tf.identity(ids)
+
+    return table, lookup
+
+
+def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str,
+                       user_ids: np.ndarray | None = None) -> str:
     """Writes the serving SavedModel and its vocabulary file into `directory`.
 
     Args:
         model: a trained `bert4rec_tf.models.SequentialRecommender` (`score_next` and
-            `user_representation` of model-id histories).
+            `user_representation` of model-id histories, and of `users` when it `reads_users`).
         item_ids: raw item ids, [num_items]; model id i is item_ids[i - 1].
         directory: the export folder (replaced when it exists).
+        user_ids: raw user ids, [num_users]; model user id u is user_ids[u - 1]. Needed when the
+            model `reads_users` (then written to `users.txt`), ignored otherwise.
 
     Returns:
         `directory`.
+
+    Raises:
+        ValueError: when the model reads users and `user_ids` is missing or does not match its
+            `num_users`.
     """
+    reads_users = getattr(model, "reads_users", False)
+    if reads_users and (user_ids is None or len(user_ids) != model.model_config.num_users):
+        raise ValueError(f"the model serves {model.model_config.num_users} users by id: pass their raw ids, "
+                         f"got {'none' if user_ids is None else len(user_ids)}")
     num_items = len(item_ids)
     raw = [str(item) for item in item_ids]
     table = tf.lookup.StaticHashTable(
@@ -100,16 +139,26 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str)
     token = mask_id(num_items)
     k = min(TOP_K, num_items)
 
-    def scores_for(history):
+    def user_arguments(history, user):
+        """The keyword arguments of the model's scoring for `user` string [batch] (None: no user)."""
+        if user is None:
+            return {}
+        user = _checked(user, tf.shape(user)[0] == tf.shape(history)[0], "user must have one id per history row")
+        return {"users": lookup_user(user)}
+
+    def scores_for(history, user=None):
         ids = table.lookup(history)  # [batch, L]
-        return ids, tf.cast(model.score_next(ids, training=False), tf.float32)  # [batch, vocab]
+        scores = model.score_next(ids, training=False, **user_arguments(history, user))
+        return ids, tf.cast(scores, tf.float32)  # [batch, vocab]
 
-    def user_embedding(history):
-        ids = table.lookup(_matrix(history, "history", "length"))  # [batch, L]
-        return {"embedding": tf.cast(model.user_representation(ids, training=False), tf.float32)}  # [batch, d]
+    def user_embedding(history, user=None):
+        history = _matrix(history, "history", "length")
+        ids = table.lookup(history)  # [batch, L]
+        vector = model.user_representation(ids, training=False, **user_arguments(history, user))
+        return {"embedding": tf.cast(vector, tf.float32)}  # [batch, d]
 
-    def serve(history):
-        ids, scores = scores_for(_matrix(history, "history", "length"))
+    def serve(history, user=None):
+        ids, scores = scores_for(_matrix(history, "history", "length"), user)
         unseen = unseen_items(ids, num_items)  # [batch, num_items]
         top = tf.math.top_k(tf.where(unseen, scores[:, 1:token], -np.inf), k=k)  # [batch, k]
         count = tf.minimum(tf.reduce_sum(tf.cast(unseen, tf.int32), axis=1), k)  # [batch]
@@ -119,12 +168,12 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str)
                 "scores": tf.pad(tf.where(real, top.values, -np.inf), padding, constant_values=-np.inf),
                 "num_items": count}
 
-    def score_candidates(history, candidates):
+    def score_candidates(history, candidates, user=None):
         history = _matrix(history, "history", "length")
         candidates = _matrix(candidates, "candidates", "num_candidates")
         candidates = _checked(candidates, tf.shape(candidates)[0] == tf.shape(history)[0],
                               "candidates must have one row per history row")
-        _, scores = scores_for(history)
+        _, scores = scores_for(history, user)
         candidate_ids = table.lookup(candidates)  # [batch, C]
         picked = tf.gather(scores, candidate_ids, batch_dims=1)
         return {"scores": tf.where(candidate_ids > 0, picked, -np.inf)}
@@ -133,15 +182,34 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str)
     archive.track(model)
     archive.track(table)
     history_spec = tf.TensorSpec([None, None], tf.string, name="history")
-    archive.add_endpoint("serving_default", serve, input_signature=[history_spec])
-    archive.add_endpoint("score_candidates", score_candidates,
-                         input_signature=[history_spec, tf.TensorSpec([None, None], tf.string, name="candidates")])
-    archive.add_endpoint("user_embedding", user_embedding, input_signature=[history_spec])
+    candidates_spec = tf.TensorSpec([None, None], tf.string, name="candidates")
+    if reads_users:
+        users_table, lookup_user = _user_lookup(user_ids)
+        archive.track(users_table)
+        user_spec = tf.TensorSpec([None], tf.string, name="user")
+        archive.add_endpoint("serving_default", lambda user, history: serve(history, user),
+                             input_signature=[user_spec, history_spec])
+        archive.add_endpoint("score_candidates", lambda user, history, candidates: score_candidates(
+            history, candidates, user), input_signature=[user_spec, history_spec, candidates_spec])
+        archive.add_endpoint("user_embedding", lambda user, history: user_embedding(history, user),
+                             input_signature=[user_spec, history_spec])
+    else:
+        archive.add_endpoint("serving_default", serve, input_signature=[history_spec])
+        archive.add_endpoint("score_candidates", score_candidates, input_signature=[history_spec, candidates_spec])
+        archive.add_endpoint("user_embedding", user_embedding, input_signature=[history_spec])
     archive.write_out(directory, verbose=False)
+    if reads_users:
+        write_ids(os.path.join(directory, USERS_FILE), [str(user) for user in user_ids])
     with open(os.path.join(directory, VOCAB_FILE), "w", encoding="utf-8", newline="\n") as handle:
         for model_id, item in enumerate(raw, start=1):
             handle.write(f"{escape_id(item)}\t{model_id}\n")
     return directory
+
+
+def read_users(directory: str) -> set[str] | None:
+    """The raw user ids an export serves (its `users.txt`), or None for a model that serves any history."""
+    path = os.path.join(directory, USERS_FILE)
+    return set(read_ids(path)) if os.path.isfile(path) else None
 
 
 def read_vocabulary(directory: str) -> dict[str, int]:

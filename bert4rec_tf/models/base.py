@@ -12,7 +12,10 @@ how it is built, is its Task's: `bert4rec_tf.tasks`):
 - `fit_statistics(train_sequences)`: counts a model takes from the training data before training.
 
 `history` is int [batch, L] model item ids, oldest first, any L; 0 (padding or an unknown id) may
-appear anywhere and is skipped. `train_step` is shared: it also reports the global norm of the
+appear anywhere and is skipped. A model that learns a vector per training user (`reads_users`) also
+takes `users`, int [batch] model user ids (1..`num_users` of its configuration; 0 is no known user),
+as a keyword of `score_next` and `user_representation`; the evaluator and the serving export pass it
+only to such a model. `train_step` is shared: it also reports the global norm of the
 gradient (before clipping) and the learning rate.
 """
 
@@ -38,6 +41,9 @@ class SequentialRecommender(keras.Model):
         ValueError: when `config.vocab_size` is not set.
     """
 
+    # True: the model scores with a vector per training user and needs `users` (see the module docstring).
+    reads_users: bool = False
+
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(**kwargs)
         if isinstance(config, dict):
@@ -56,7 +62,8 @@ class SequentialRecommender(keras.Model):
         raise NotImplementedError
 
     def score_next(self, history, training=None):
-        """float32 [batch, vocab_size]: the score of every vocabulary entry as the next item."""
+        """float32 [batch, vocab_size]: the score of every vocabulary entry as the next item (a model
+        that `reads_users` also takes `users=`)."""
         raise NotImplementedError
 
     def user_representation(self, history, training=None):

@@ -271,6 +271,7 @@ def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> 
         config.train.length_groups = groups
     prepared = prepare(config.data, args.data_dir, (args.source_files or {}).get(dataset), progress=False)
     config.model.vocab_size = int(prepared.metadata["vocab_size"])
+    config.model.num_users = int(prepared.metadata["num_users"])
     config.model.max_len = config.data.max_len
     train = training_sequences(prepared.sequences(), config.data.split)
     trainee = build_trainee(config, prepared, train)  # as the trainer builds it (seeded from the data seed)

@@ -7,6 +7,10 @@
         --titles ../shared/datasets/ml-1m/movies.dat.gz
     bert4rec-recommend --model_dir runs/ml1m --history "1 2 3" \\
         --titles ../shared/datasets/ml-1m/movies.dat.gz --id_map ../shared/datasets/ml-1m/sas_to_original_items.txt.gz
+    bert4rec-recommend --model_dir runs/ml1m-bpr --user 42 --history "1 2 3"
+A model that learned a vector per training user (BPR-MF, NCF, FPMC, Caser) needs --user, a raw user id
+of its training data (an unknown user is refused); its history is optional (the items to leave out,
+and the recent items FPMC and Caser read). The other models take a history only.
 The history is the data set's raw item ids, oldest first, from exactly one of --history (split at
 runs of whitespace, or at --separator) and --history_file (one id a line, UTF-8, escaped as in the
 export's vocab.txt). Ids missing from the export's vocab.txt are named on stderr and ignored; when
@@ -29,6 +33,8 @@ from bert4rec_tf.data.titles import read_id_map, read_titles, title_of
 
 flags.DEFINE_string("model_dir", None, "A folder written by bert4rec-train (reads its export/).")
 flags.DEFINE_string("history", None, "Raw item ids, oldest first, separated by whitespace or --separator.")
+flags.DEFINE_string("user", None, "The raw user id, for a model that learned a vector per training user "
+                    "(BPR-MF, NCF, FPMC, Caser).")
 flags.DEFINE_string("separator", None, "The string between the ids of --history, e.g. ',' or 'tab' "
                     "(default: runs of whitespace).")
 flags.DEFINE_string("history_file", None, "A UTF-8 file of raw item ids, oldest first, one a line, with "
@@ -78,14 +84,21 @@ def read_history_file(path: str) -> list[str]:
     return [unescape_id(line, path, number) for number, line in enumerate(lines, start=1) if line]
 
 
-def read_history() -> tuple[list[str], str]:
+def read_history(optional: bool = False) -> tuple[list[str], str]:
     """The history ids from --history or --history_file, and the flag they came from.
 
+    Args:
+        optional: an empty history is allowed (a model that serves users by id).
+
     Raises:
-        ValueError: unless exactly one of the two is given, or for --separator without --history.
+        ValueError: unless exactly one of the two is given (at most one when `optional`), or for
+            --separator without --history.
     """
-    if (FLAGS.history is None) == (FLAGS.history_file is None):
+    if FLAGS.history is not None and FLAGS.history_file is not None or (
+            not optional and FLAGS.history is None and FLAGS.history_file is None):
         raise ValueError("give exactly one of --history and --history_file")
+    if FLAGS.history is None and FLAGS.history_file is None:
+        return [], "--history"
     if FLAGS.history_file is not None:
         if FLAGS.separator is not None:
             raise ValueError("--separator applies to --history only; --history_file holds one id a line")
@@ -98,8 +111,10 @@ def _run() -> None:
     from bert4rec_tf.export.recommender import Recommender
 
     sys.stdout.reconfigure(errors="backslashreplace")  # any id prints, whatever the terminal's encoding
-    history, source = read_history()
     recommender = Recommender(os.path.join(FLAGS.model_dir, "export"))
+    user = None if FLAGS.user is None else command_line_text(FLAGS.user, "user")
+    recommender.check_users(None if user is None else [user], 1, "--user")
+    history, source = read_history(optional=recommender.users is not None)
     unknown = recommender.unknown_ids(history, source)
     if unknown:
         print(f"unknown ids (ignored): {', '.join(repr(item) for item in unknown)}", file=sys.stderr)
@@ -107,7 +122,7 @@ def _run() -> None:
         raise ValueError("--id_map maps ids to those of --titles; give --titles too")
     titles = read_titles(FLAGS.titles) if FLAGS.titles else {}
     id_map = read_id_map(FLAGS.id_map) if FLAGS.id_map else None
-    [top] = recommender.recommend([history])
+    [top] = recommender.recommend([history], users=None if user is None else [user])
     for rank, (item, score) in enumerate(top, start=1):
         print(f"{rank:2d}. {escape_id(item):>12}  {score:8.3f}  {title_of(item, titles, id_map)}".rstrip())
 

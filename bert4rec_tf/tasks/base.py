@@ -46,6 +46,9 @@ class Task:
     data_requirements: dict[str, Any] = {"matching": False}
     # Whether the family has weights to train (False: its statistics are its whole model).
     trains: bool = True
+    # Whether the family reads the order of a history (False: a user's items as a set, BPR-MF and
+    # NCF); the shared learning test asks a sequential family to learn a planted order.
+    sequential: bool = True
     sequence_features: tuple[str, ...] = ()
     padded_left: bool = False
     attention_last_label: str | None = None
@@ -81,7 +84,7 @@ class Task:
         raise NotImplementedError(f"{self.name} has nothing to train")
 
     def loss_features(self, model, histories: np.ndarray, targets: np.ndarray,
-                      negatives: np.ndarray) -> dict | None:
+                      negatives: np.ndarray, users: np.ndarray | None = None) -> dict | None:
         """The training features for predicting `targets` after `histories`, one loss term per row,
         for the validation loss (`bert4rec_tf.evaluation.validation_loss`); None: no loss.
 
@@ -90,6 +93,7 @@ class Task:
             histories: int [users, L] histories, right-padded.
             targets: int [users] the items to predict.
             negatives: int [users, C] items each user never had (C >= 1).
+            users: int [users] their model user ids (1-based), for a family that learns user vectors.
         """
         return None
 

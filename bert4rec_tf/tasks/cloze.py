@@ -58,7 +58,7 @@ class ClozeTask(Task):
         return lambda start: static_training_dataset(prepared.train_files, data, batch_size=batch_size, start=start,
                                                      **extras)
 
-    def loss_features(self, model, histories, targets, negatives):
+    def loss_features(self, model, histories, targets, negatives, users=None):
         """One masked slot per user: the [MASK] appended to the history, whose true item is the target."""
         features = history_features(model, histories)
         users = len(targets)

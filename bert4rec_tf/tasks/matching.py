@@ -39,10 +39,10 @@ class MatchingTask(ClozeTask):
 
         return {"sampler": NegativeSampler(train, prepared.num_items), "match_negatives": config.model.match_negatives}
 
-    def loss_features(self, model, histories, targets, negatives):
+    def loss_features(self, model, histories, targets, negatives, users=None):
         """The Cloze slot, plus the matching task with the target as the matched item and the first
         `match_negatives` of the user's negatives."""
-        features = super().loss_features(model, histories, targets, negatives)
+        features = super().loss_features(model, histories, targets, negatives, users)
         features.update(match_positive=np.asarray(targets, dtype=np.int64)[:, None],
                         match_negatives=np.asarray(negatives[:, :model.model_config.match_negatives], np.int64))
         return features

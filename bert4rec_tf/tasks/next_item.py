@@ -51,7 +51,7 @@ class NextItemTask(Task):
         return lambda start: next_item_training_dataset(windows, data, sampler, batch_size=config.train.batch_size,
                                                         start=start)
 
-    def loss_features(self, model, histories, targets, negatives):
+    def loss_features(self, model, histories, targets, negatives, users=None):
         """Only the last position (the newest history item) has a next item, the target; "bce" scores
         it against the user's first negative, "ce" over all items."""
         features = history_features(model, histories)

@@ -171,13 +171,15 @@ class RunFolder:
 
     def check(self, config: ExperimentConfig, prepared: PreparedData, state: dict) -> None:
         """Checks that `config` and `prepared` continue the run in this folder, whose resume state is
-        `state` (`load_state`); `config.model.vocab_size` is set from the data first. Writes nothing.
+        `state` (`load_state`); `config.model.vocab_size` and `num_users` are set from the data first.
+        Writes nothing.
 
         Raises:
             ValueError: one line saying what differs, when the folder holds a trained run with
                 another configuration, other data, or more steps than `config.train.train_steps`.
         """
         config.model.vocab_size = int(prepared.metadata["vocab_size"])
+        config.model.num_users = int(prepared.metadata["num_users"])
         config.model.max_len = config.data.max_len
         if state["step"]:
             self._check_same_run(config, data_identity(prepared), state)
@@ -190,14 +192,14 @@ class RunFolder:
 
     def check_config(self, config: ExperimentConfig, state: dict) -> None:
         """Refuses, before any data is prepared, a configuration that differs from the trained run in
-        this folder, whose resume state is `state` (the vocabulary, which comes from the data, is
-        checked by `check`).
+        this folder, whose resume state is `state` (the vocabulary and the users, which come from the
+        data, are checked by `check`).
 
         Raises:
             ValueError: one line naming the fields that differ.
         """
         if state["step"]:
-            self._check_config(config, ignore=(("model", "vocab_size"),))
+            self._check_config(config, ignore=(("model", "vocab_size"), ("model", "num_users")))
 
     def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> None:
         earlier = read_json(self.path("config.json"), "run configuration")

@@ -208,7 +208,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
         model.save(temporary)
     try:
         with atomic_path(run.path("export")) as temporary:
-            export_saved_model(model, sequences.item_ids, temporary)
+            export_saved_model(model, sequences.item_ids, temporary, user_ids=sequences.user_ids)
     except tf.errors.OpError as error:  # TensorFlow's file system reports a failed write so
         raise write_error(run.path("export"), error) from None
     write_json_atomic(run.path("results.json"),

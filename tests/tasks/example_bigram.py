@@ -79,5 +79,5 @@ class BigramTask(Task):
         dataset = dataset.repeat().shuffle(10_000, seed=config.data.seed)
         return lambda start: dataset.skip(start).batch(config.train.batch_size, drop_remainder=True).prefetch(2)
 
-    def loss_features(self, model, histories, targets, negatives):
+    def loss_features(self, model, histories, targets, negatives, users=None):
         return {**history_features(model, histories), "positive_ids": np.asarray(targets, dtype=np.int32)}
