@@ -30,7 +30,8 @@ def define_data_flags() -> None:
     flags.DEFINE_string("dataset", None, f"Data set: {', '.join(DATASETS)}.")
     flags.DEFINE_string("model", "bert4rec", f"Model preset: {', '.join(preset_names())}.")
     flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
-                        "(default: $BERT4REC_TF_DATA_DIR or the checkout's datasets/).")
+                        "(default: $BERT4REC_TF_DATA_DIR, else the checkout's datasets/, else "
+                        "~/.cache/bert4rec_tf).")
     flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
     flags.DEFINE_integer("seed", None, "Seed of every random choice (default: the preset's).")
     flags.DEFINE_string("encoding", None, "Text encoding of --source_file (default utf-8, with or without "

@@ -1,5 +1,8 @@
 """README.md and docs/ (every .md under it) agree with the command-line tools in run_scripts/.
 
+A command line names its tool as `run_scripts/<name>.py` or as the installed command
+`bert4rec-<name>` (dashes for underscores; `setup.cfg` maps each to the module of the same name).
+
 - Every `--flag` written after a script's name in a command line (a code block or an inline code span)
   is a flag of that script, and so is every flag of a flag table under a heading naming the script.
 - Every flag a script defines is documented: in a command line of that script, or in a section whose
@@ -8,7 +11,8 @@
   names none (a single literal) where the code has none.
 - Every ```bash command that runs a run_scripts/*.py script parses: absl scripts through absl's flag
   parser (required flags and enum values checked), argparse scripts through their own parser. Nothing
-  is run: one subprocess imports the scripts without running their main and parses the commands.
+  is run: one subprocess imports the scripts without running their main and parses the commands. A
+  planted command with a misspelt flag must fail to parse there, so the check is known to bite.
 - Relative links and images point at files that exist, and the README stays at most 250 lines.
 """
 
@@ -58,8 +62,10 @@ class Section:
 
 
 def _script_of(word: str) -> str | None:
-    match = re.search(r"(?:^|/)(\w+)\.py$", word)
-    return match.group(1) if match and match.group(1) in SCRIPTS else None
+    """The run_scripts/ script a command word names: `.../<name>.py` or the installed `bert4rec-<name>`."""
+    match = re.search(r"(?:^|/)(\w+)\.py$", word) or re.search(r"(?:^|/)bert4rec-([a-z][a-z-]*)$", word)
+    name = match.group(1).replace("-", "_") if match else None
+    return name if name in SCRIPTS else None
 
 
 def _words(line: str) -> list[str]:
@@ -158,10 +164,16 @@ def _probe_request(commands: list[Command]) -> dict[str, list[list[str]]]:
     return request
 
 
+# A command that must not parse: appended after the documented ones (its error is the script's last).
+PLANTED_BAD_COMMAND = ("train", ["--datset", "beauty"])
+
+
 @pytest.fixture(scope="module")
 def probed(docs):
-    """{script: {"flags": {name: default as text or None}, "bools": [...], "errors": [one per ```bash command]}}."""
+    """{script: {"flags": {name: default as text or None}, "bools": [...], "errors": [one per ```bash command,
+    then the planted one's for its script]}}."""
     request = _probe_request(docs[0])
+    request[PLANTED_BAD_COMMAND[0]].append(PLANTED_BAD_COMMAND[1])
     result = subprocess.run([sys.executable, "-c", "import sys, tests.test_docs as t; t.probe_main()"],
                             input=json.dumps(request), capture_output=True, text=True, cwd=ROOT,
                             env=_probe_env(), timeout=300)
@@ -197,10 +209,16 @@ def test_relative_links_exist():
     assert not missing, "links to missing files:\n" + "\n".join(missing)
 
 
+def _flag_words(args: list[str]) -> list[str]:
+    """The words of a command that name a flag (`--flag`, `--flag=value`, `[--flag]`); a quoted value
+    with spaces, such as `--extra "--batch_size 8"`'s, names none of the command's own."""
+    return [word for word in args if word.startswith(("--", "[--")) and not any(c.isspace() for c in word)]
+
+
 def test_documented_flags_exist(docs, probed):
     commands, sections = docs
     wrong = [f"{command.where}: {command.script}.py has no --{flag}"
-             for command in commands for word in command.args if word.startswith(("--", "[--"))
+             for command in commands for word in _flag_words(command.args)
              for flag in _FLAG.findall(word)[:1] if not _known(flag, probed[command.script])]
     for section in sections:
         for script in _scripts_named(section.heading):
@@ -217,8 +235,8 @@ def test_every_flag_is_documented(docs, probed):
     commands, sections = docs
     documented = {script: set() for script in SCRIPTS}
     for command in commands:
-        for word in command.args:
-            documented[command.script].update(_FLAG.findall(word)[:1] if word.startswith(("--", "[--")) else [])
+        for word in _flag_words(command.args):
+            documented[command.script].update(_FLAG.findall(word)[:1])
     for section in sections:
         for script in _scripts_named(section.heading):
             documented[script].update(_FLAG.findall(section.text))
@@ -274,6 +292,13 @@ def test_bash_commands_parse(docs, probed):
         if error:
             failures.append(f"{command.where}: {command.script}.py {shlex.join(command.args)}\n    {error}")
     assert not failures, "documented commands that do not parse:\n" + "\n".join(failures)
+
+
+def test_a_planted_command_that_does_not_parse_is_caught(probed):
+    script, args = PLANTED_BAD_COMMAND
+    error = probed[script]["errors"][-1]
+    assert error and "datset" in error, f"bert4rec-{script} {' '.join(args)} parsed: {error!r}"
+    assert commands_in(f".venv/bin/bert4rec-{script} {' '.join(args)}", "planted", True)[0].script == script
 
 
 # The probe: runs in its own process (absl keeps its flags in one global registry, and the scripts

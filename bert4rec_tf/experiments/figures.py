@@ -183,9 +183,12 @@ def sweep_figure(rows: list[dict], experiment: str, path: str) -> str | None:
     return _save(figure, path)
 
 
-def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 10) -> str:
+def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 10) -> str | None:
     """The paper's heat-map figure: the average attention among the last `last` positions ([mask]
-    last) of the validation histories, one panel per layer and head, rows queries, columns keys."""
+    last) of the validation histories, one panel per layer and head, rows queries, columns keys.
+
+    On data whose histories are all shorter than `last` positions the window is the longest history's;
+    with fewer than two positions there is nothing to show and no figure (None)."""
     from bert4rec_tf.data.pipeline import evaluation_histories
     from bert4rec_tf.evaluation.attention import average_last_attention
     from bert4rec_tf.training.trainer import load_finished_run
@@ -193,6 +196,10 @@ def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 1
     plt = pyplot()
     model, prepared, config = load_finished_run(model_dir)
     histories = evaluation_histories(prepared.sequences(), "valid", config.data.max_len)[0][:users]
+    inputs = model.history_inputs(histories)["input_ids"]
+    last = min(last, int(np.max(np.count_nonzero(np.asarray(inputs), axis=1), initial=0)))
+    if last < 2:
+        return None
     weights = average_last_attention(model, histories, last)  # [layers, heads, last, last]
     layers, heads = weights.shape[:2]
     figure, axes = plt.subplots(layers, heads, figsize=(4.6 * heads, 4.0 * layers), squeeze=False)

@@ -15,6 +15,7 @@ import math
 import os
 import posixpath
 import re
+import shlex
 
 from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS, SELECTION_METRIC, metric_label
 from bert4rec_tf.experiments.plans import SWEEPS, Run
@@ -225,10 +226,93 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f}"
 
 
+# reproduce.py's flags that take a value (`--flag value` or `--flag=value`); the others are switches.
+_VALUE_FLAGS = ("--datasets", "--budget", "--train_steps", "--recipe", "--out", "--seed", "--eval_every",
+                "--data_dir", "--source_file", "--extra", "--only", "--jobs", "--deadline", "--results_dir")
+# Flags a report leaves out of the commands it lists: where the data cache was and when a command had
+# to stop change no result.
+_LOCAL_ONLY = ("--data_dir", "--deadline")
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _in_checkout(path: str, roots: list[str]) -> str | None:
+    """`path` relative to the checkout it lies in (an absolute path under one of `roots`, or a relative
+    path that does not leave the checkout), else None."""
+    if os.path.isabs(path):
+        for root in roots:
+            relative = os.path.relpath(path, root)
+            if relative != ".." and not relative.startswith(".." + os.sep):
+                return relative.replace(os.sep, "/")
+        return None
+    relative = posixpath.normpath(path.replace(os.sep, "/"))
+    return None if relative == ".." or relative.startswith("../") else relative
+
+
+def portable_command(command: str, experiment: str, roots: tuple[str, ...] = ()) -> str:
+    """A record's reproduce.py command as a report lists it: from the checkout's root, with no path of
+    the machine that ran it and no clock time. Paths inside the checkout (the one of this package, one
+    of `roots`, or the one an absolute `--results_dir .../docs/results` names) become relative to it;
+    outside it, a `--source_file` is named by its file name, `--out` becomes `reports/<experiment>` and
+    `--results_dir` `docs/results`; `--data_dir` and `--deadline` are left out."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    roots = [*roots, _CHECKOUT]
+    for index, word in enumerate(words):
+        value = word.split("=", 1)[1] if word.startswith("--results_dir=") else (
+            words[index + 1] if word == "--results_dir" and index + 1 < len(words) else None)
+        if value and os.path.isabs(value) and posixpath.normpath(value).endswith("/docs/results"):
+            roots.insert(0, posixpath.dirname(posixpath.dirname(posixpath.normpath(value))))
+    kept, index = [], 0
+    while index < len(words):
+        word = words[index]
+        flag, equals, value = word.partition("=")
+        if not word.startswith("--") or flag not in _VALUE_FLAGS:
+            kept.append(word)
+            index += 1
+            continue
+        if not equals:
+            value = words[index + 1] if index + 1 < len(words) else ""
+            index += 1
+        index += 1
+        if flag in _LOCAL_ONLY:
+            continue
+        if flag == "--source_file":
+            dataset, separator, path = value.rpartition("=")
+            inside = _in_checkout(path, roots)
+            value = f"{dataset}{separator}{inside if inside is not None else posixpath.basename(path)}"
+        elif flag in ("--out", "--results_dir"):
+            inside = _in_checkout(value, roots)
+            value = inside if inside is not None else (f"reports/{experiment}" if flag == "--out" else "docs/results")
+        kept += [flag, value]
+    return shlex.join(kept)
+
+
+def quote_notes(notes: str, subfolder: str) -> list[str]:
+    """The hand-written notes of `<subfolder>/notes.md` as the report quotes them: a Markdown quote, its
+    links rewritten to hold from the report (`rebase_links`) and its headings one level down, under the
+    report's "Discussion"."""
+    lines, fenced = [], False
+    for line in rebase_links(notes.strip(), subfolder).split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,5} ", line):
+            line = "#" + line
+        lines.append(f"> {line}".rstrip())
+    return lines
+
+
 def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
                  figures: list[str], notes: str | None = None) -> list[dict]:
-    """Writes `<folder>/<name>.csv` (every column) and `<name>.md` (the tables, `notes` when given,
-    where each run comes from, the figures) from the `records` of the finished `runs`; returns the rows."""
+    """Writes `<folder>/<name>.csv` (every column) and `<name>.md` from the `records` of the finished
+    `runs`; returns the rows.
+
+    The report opens with its answer, per data set: a sweep's shape, the runs beside the published
+    numbers and where the papers' orders of two runs hold, then every run's metrics; then the
+    figures, the discussion (`notes`, quoted from `<experiment>/notes.md` when given) and, last,
+    where each run comes from (commit, date, machine, cores, settings and the commands, as
+    `portable_command` writes them)."""
     rows = report_rows(records)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
@@ -238,15 +322,46 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
 
     finished = {record["run"] for record in records}
     lines = [f"# Reproduction report: {experiment}", "",
-             "Written by `bert4rec-reproduce` from the records of the finished runs; every run's commit, "
-             "machine, date and settings are listed below it.", "",
-             f"{len(finished)} of {len(runs)} runs finished. Test metrics of each run's best validation "
-             "checkpoint; minutes are training and validation time, samples/s the training instances over it.", ""]
-    commands = list(dict.fromkeys(record["command"] for record in records if record.get("command")))
-    if commands:
-        lines += ["Commands:", "", "```bash", *commands, "```", ""]
+             f"{len(finished)} of {len(runs)} runs finished. Test metrics of each run's best validation checkpoint, "
+             "beside the published numbers where a paper has them; then the figures, the discussion and, last, "
+             "where each run comes from (its commit, machine, cores, date, settings and command). Written by "
+             "`bert4rec-reproduce` from the records of the finished runs.", ""]
+    missing = [run.name for run in runs if run.name not in finished]
+    if missing:
+        lines += [f"Not finished yet: {', '.join(missing)}. Re-run the command to continue.", ""]
     for dataset in dict.fromkeys(run.dataset for run in runs):
-        lines += [f"## {dataset}", "",
+        lines += [f"## {dataset}", ""]
+        summary = sweep_summary(rows, experiment, dataset) if experiment in SWEEPS else []
+        if summary:
+            lines += [*summary, ""]
+        compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
+        if compared:
+            lines += ["Beside the published numbers (the protocol each paper used):", "",
+                      "| run | protocol | metric | published | ours | relative difference | source |",
+                      "|---|---|---|---|---|---|---|"]
+            for row in compared:
+                difference = "" if row["relative_difference"] is None else f"{row['relative_difference']:+.1%}"
+                protocol = PROTOCOL_LABELS[row["published_protocol"]]
+                lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
+                             f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
+            lines.append("")
+        pairs = [pair for pair in orderings(rows) if pair["dataset"] == dataset]
+        if pairs:
+            users = tested_users(dataset)
+            noise = (f"; a tie when ours differ by less than two standard errors over the {users:,} test users "
+                     "(the last column)") if users else ""
+            lines += [f"Where the published order of two runs holds (each pair as one paper ranked it{noise}):", "",
+                      "| runs | protocol | metric | published | ours | order | 2 SE |", "|---|---|---|---|---|---|---|"]
+            for pair in pairs:
+                protocol = PROTOCOL_LABELS[pair["protocol"]]
+                order = {True: "holds", False: "reversed", None: "tie"}[pair["holds"]]
+                lines.append(f"| {pair['first']} vs {pair['second']} | {protocol} | {pair['metric']} | "
+                             f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "
+                             f"{pair['ours'][0]:.4f} vs {pair['ours'][1]:.4f} | {order} | "
+                             f"{pair['margin']:.4f} |")
+            lines.append("")
+        lines += ["Every run in the three protocols (minutes are training and validation time, samples/s the "
+                  "training instances over it):", "",
                   "| run | steps | minutes | samples/s | pop-100 HR@10 / NDCG@10 / MRR "
                   "| uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
                   "|---|---|---|---|---|---|---|"]
@@ -266,38 +381,16 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             lines += ["", f"Not above POP: the run's best validation {metric_label(SELECTION_METRIC)} was not above "
                       f"{POP_MARGIN:g} times POP's on the same users: it learned little beyond popularity (too short "
                       "a run, or a collapse)."]
-        compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
-        if compared:
-            lines += ["", "Beside the published numbers (the protocol each paper used):", "",
-                      "| run | protocol | metric | published | ours | relative difference | source |",
-                      "|---|---|---|---|---|---|---|"]
-            for row in compared:
-                difference = "" if row["relative_difference"] is None else f"{row['relative_difference']:+.1%}"
-                protocol = PROTOCOL_LABELS[row["published_protocol"]]
-                lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
-                             f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
-        summary = sweep_summary(rows, experiment, dataset) if experiment in SWEEPS else []
-        if summary:
-            lines += ["", *summary]
-        pairs = [pair for pair in orderings(rows) if pair["dataset"] == dataset]
-        if pairs:
-            users = tested_users(dataset)
-            noise = (f"; a tie when ours differ by less than two standard errors over the {users:,} test users "
-                     "(the last column)") if users else ""
-            lines += ["", f"Where the published order of two runs holds (each pair as one paper ranked it{noise}):", "",
-                      "| runs | protocol | metric | published | ours | order | 2 SE |", "|---|---|---|---|---|---|---|"]
-            for pair in pairs:
-                protocol = PROTOCOL_LABELS[pair["protocol"]]
-                order = {True: "holds", False: "reversed", None: "tie"}[pair["holds"]]
-                lines.append(f"| {pair['first']} vs {pair['second']} | {protocol} | {pair['metric']} | "
-                             f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "
-                             f"{pair['ours'][0]:.4f} vs {pair['ours'][1]:.4f} | {order} | "
-                             f"{pair['margin']:.4f} |")
         lines.append("")
+    if figures:
+        lines += ["## Figures", ""]
+        for figure in figures:
+            lines += [f"![{os.path.basename(figure)}]({os.path.relpath(figure, folder)})", ""]
     if notes and notes.strip():
-        lines += ["## Discussion", "", f"Written by hand in `{experiment}/notes.md` beside the records, not by the "
-                  "script; its figures are quoted from the tables above as they stood on its date.", "",
-                  rebase_links(notes.strip(), experiment), ""]
+        lines += ["## Discussion", "",
+                  f"Quoted from [{experiment}/notes.md]({experiment}/notes.md), written by hand beside the records "
+                  "(not by the script); its figures are those of the tables above.", "",
+                  *quote_notes(notes, experiment), ""]
     if records:
         lines += ["## Where each run comes from", "", *machine_notes(records),
                   "| run | commit | date | machine | float32 GFLOP/s, stream GB/s | train.py settings |",
@@ -308,10 +401,13 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                          f"{record.get('machine', '')} | {_speed_cell(record.get('speed'))} | "
                          f"`{' '.join(record['settings'])}` |")
         lines.append("")
-    missing = [run.name for run in runs if run.name not in finished]
-    if missing:
-        lines += [f"Not finished yet: {', '.join(missing)}. Re-run the command to continue.", ""]
-    for figure in figures:
-        lines += [f"![{os.path.basename(figure)}]({os.path.relpath(figure, folder)})", ""]
+        commands = list(dict.fromkeys(portable_command(record["command"], experiment)
+                                      for record in records if record.get("command")))
+        if commands:
+            lines += ["The commands that trained the runs, from the checkout's root. A `--source_file` outside the "
+                      "checkout is named by its file name (the records hold each file's checksum; without the flag "
+                      "the data is downloaded), an `--out` outside it is written `reports/<experiment>`, and "
+                      "`--data_dir` and `--deadline` are left out: where the data cache was and when a command had "
+                      "to stop change no result.", "", "```bash", *commands, "```", ""]
     write_text_atomic(os.path.join(folder, f"{name}.md"), "\n".join(lines))
     return rows

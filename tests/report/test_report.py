@@ -32,9 +32,17 @@ def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
     assert "| bert4rec vs sasrec-ce | full ranking | NDCG@10 | 0.0806 vs 0.1821 | 0.1000 vs 0.1000 | tie |" in report
     assert "two standard errors over the 6,040 test users" in report
     assert "## Discussion" not in report
-    write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [], notes="SASRec leads.\n")
+    notes = "SASRec leads.\n\n## ML-1m\n\nSee [ablation](../ablation.md).\n"
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [], notes=notes)
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
-    assert report.index("## Discussion") < report.index("SASRec leads.") < report.index("## Where each run comes from")
+    # The answer first (the published numbers, the orders, every run), then the discussion, then provenance.
+    order = ["Beside the published numbers", "Where the published order of two runs holds", "Every run in the three",
+             "## Discussion", "> SASRec leads.", "## Where each run comes from"]
+    assert [report.index(text) for text in order] == sorted(report.index(text) for text in order)
+    # The notes are quoted: a Markdown quote whose headings sit under the report's Discussion and whose
+    # links hold from the report.
+    assert "Quoted from [table2/notes.md](table2/notes.md)" in report
+    assert "> ### ML-1m\n>\n> See [ablation](ablation.md)." in report
 
 
 def test_ablation_orderings_pair_each_change_with_the_default():
@@ -125,3 +133,29 @@ def test_a_sweep_says_its_best_value_and_whether_the_papers_is_level_with_it():
     [text] = sweep_summary([_sweep_row("beauty", 16, 0.15), _sweep_row("beauty", 64, 0.18)], "hidden_size", "beauty")
     assert "The paper's best" not in text and text.endswith("a large d overfits on sparse data.")
 
+
+
+def test_a_report_lists_its_commands_without_local_paths_or_clock_times(tmp_path):
+    """The commands as the records hold them name folders of the machine that ran them and the clock
+    time it had to stop at; the report writes them from the checkout's root without either."""
+    from bert4rec_tf.experiments.report import portable_command
+
+    recorded = ("bert4rec-reproduce table2 --datasets beauty --recipe cpu-1h --out /home/x/repo/reports/table2 "
+                "--results_dir /home/x/repo/docs/results --source_file beauty=../data/beauty.txt.gz "
+                "--only bert4rec-match --deadline 13:32 --no_figures")
+    assert portable_command(recorded, "table2") == (
+        "bert4rec-reproduce table2 --datasets beauty --recipe cpu-1h --out reports/table2 --results_dir docs/results "
+        "--source_file beauty=beauty.txt.gz --only bert4rec-match --no_figures")
+    elsewhere = ("bert4rec-reproduce ablation --datasets ml-1m --out=/scratch/r20/ablation "
+                 "--data_dir /scratch/r20/data --source_file ml-1m=docs/examples/interactions.csv "
+                 "--results_dir docs/results --extra '--learning_rate 0.001' --deadline=2h")
+    assert portable_command(elsewhere, "ablation") == (
+        "bert4rec-reproduce ablation --datasets ml-1m --out reports/ablation "
+        "--source_file ml-1m=docs/examples/interactions.csv --results_dir docs/results --extra '--learning_rate 0.001'")
+    records = [{**fake_record("ml-1m", "bert4rec", {}), "command": recorded},
+               {**fake_record("ml-1m", "pop", {}), "command": recorded.replace("/home/x/repo/", "")}]
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [])
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    provenance = report[report.index("## Where each run comes from"):]
+    assert provenance.count("bert4rec-reproduce table2") == 1  # the same command once
+    assert "/home/" not in report and "13:32" not in report and "--deadline" not in provenance.split("```bash")[1]
