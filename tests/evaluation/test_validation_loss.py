@@ -1,4 +1,6 @@
-"""The validation loss of every model against its loss written out by hand from the model's scores."""
+"""The validation loss: of the Transformer families against their loss written out by hand from the
+model's scores (the other families check theirs in their own tests), and of every family a mean of one
+term per user."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ NEGATIVES = np.array([[9, 10, 11, 12, 2, 3], [1, 2, 3, 4, 7, 8], [1, 2, 3, 4, 5,
 def build(name: str, loss: str = "ce"):
     keras.utils.set_random_seed(3)
     config = ModelConfig(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=6, hidden_size=8, num_heads=2,
-                         intermediate_size=16, num_layers=1, hidden_dropout=0.5, attention_dropout=0.5, loss=loss)
+                         intermediate_size=16, num_layers=1, hidden_dropout=0.5, attention_dropout=0.5, loss=loss,
+                         num_users=len(TARGETS))
     return get_task(name).build_model(config)
 
 
@@ -49,9 +52,12 @@ def by_hand(model, users: np.ndarray) -> float:
     return float(cross_entropy.mean())
 
 
+# The families whose loss `by_hand` writes out.
+BY_HAND = ("bert4rec", "sasrec", "bert4rec_match")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name,loss", [(name, loss) for name, task in TASKS.items() if task.trains
-                                       for loss in task.losses])
+@pytest.mark.parametrize("name,loss", [(name, loss) for name in BY_HAND for loss in get_task(name).losses])
 def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(name, loss):
     model = build(name, loss)
     every = validation_loss_function(model, get_task(name).loss_features, HISTORIES, TARGETS, NEGATIVES)
@@ -62,6 +68,25 @@ def test_the_loss_is_the_models_loss_at_the_validation_target_without_dropout(na
     some = validation_loss_function(model, get_task(name).loss_features, HISTORIES, TARGETS, NEGATIVES, users=3,
                                     batch_size=2)
     np.testing.assert_allclose(some(), by_hand(model, np.array([0, 2, 4])), rtol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,loss", [(name, loss) for name, task in TASKS.items() if task.trains
+                                       for loss in task.losses])
+def test_every_familys_validation_loss_is_a_mean_of_one_term_per_user_without_dropout(name, loss):
+    model = build(name, loss)
+    task = get_task(name)
+    every = validation_loss_function(model, task.loss_features, HISTORIES, TARGETS, NEGATIVES)
+    first = every()
+    assert np.isfinite(first) and first == every()  # no dropout: the same value twice
+    alone = []
+    for user in range(len(TARGETS)):  # each user's term, the user given its own id
+        features = task.loss_features(model, HISTORIES[[user]], TARGETS[[user]], NEGATIVES[[user]],
+                                      users=np.array([user + 1]))
+        alone.append(float(model.compute_loss(x=features, y_pred=model(features, training=False))))
+    np.testing.assert_allclose(first, np.mean(alone), rtol=1e-4)
+    some = validation_loss_function(model, task.loss_features, HISTORIES, TARGETS, NEGATIVES, users=3, batch_size=2)
+    np.testing.assert_allclose(some(), np.mean(np.array(alone)[[0, 2, 4]]), rtol=1e-4)
 
 
 @pytest.mark.slow

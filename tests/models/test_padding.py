@@ -21,6 +21,8 @@ pytestmark = pytest.mark.slow
 NUM_ITEMS = 30
 MAX_LEN = 24
 TRAINED = sorted(name for name, task in TASKS.items() if task.trains)
+# The families whose training batches run along the sequence (padding-aware batches apply to them).
+SEQUENCE_FAMILIES = sorted(name for name in TRAINED if TASKS[name].sequence_features)
 
 
 def built(name: str, **changes):
@@ -28,14 +30,14 @@ def built(name: str, **changes):
     keras.utils.set_random_seed(11)
     values = dict(vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=16, intermediate_size=32,
                   hidden_dropout=0.0, attention_dropout=0.0)
-    model = build_model(config(name, **{**values, **changes}))
+    model = build_model(config(name, **{**values, "num_users": 4, **changes}))
     model.fit_statistics([np.arange(1, NUM_ITEMS + 1)])
     return model
 
 
 def trainable_models() -> list:
-    """Every trainable model, and SASRec with the ce loss."""
-    return [(name, {}) for name in TRAINED] + [("sasrec", {"loss": "ce"})]
+    """Every trainable model whose batches run along the sequence, once per loss."""
+    return [(name, {"loss": loss}) for name in SEQUENCE_FAMILIES for loss in TASKS[name].losses]
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -46,19 +48,24 @@ def test_scores_do_not_depend_on_the_padding_around_a_history(name):
     tight = np.zeros((4, 30), np.int32)
     for row, items in enumerate(histories):
         tight[row, :len(items)] = items
-    reference = keras.ops.convert_to_numpy(model.score_next(tight))
+    users = {"users": np.arange(1, 5)} if model.reads_users else {}
+
+    def score_next(history):
+        return model.score_next(history, **{key: value[:len(history)] for key, value in users.items()})
+
+    reference = keras.ops.convert_to_numpy(score_next(tight))
     for width in (MAX_LEN, MAX_LEN + 7):  # trailing padding, and padding before and between the items
         for layout in ("after", "before"):
             padded = np.zeros((4, max(width, 30) + 3), np.int32)
             for row, items in enumerate(histories):
                 begin = padded.shape[1] - len(items) if layout == "before" else 0
                 padded[row, begin:begin + len(items)] = items
-            assert np.allclose(keras.ops.convert_to_numpy(model.score_next(padded)), reference, atol=1e-5)
+            assert np.allclose(keras.ops.convert_to_numpy(score_next(padded)), reference, atol=1e-5)
     short = tight[:3, :9]  # a batch of short histories trimmed to its longest: a narrower model input
-    assert np.allclose(keras.ops.convert_to_numpy(model.score_next(short)), reference[:3], atol=1e-5)
+    assert np.allclose(keras.ops.convert_to_numpy(score_next(short)), reference[:3], atol=1e-5)
 
 
-@pytest.mark.parametrize("name", TRAINED)
+@pytest.mark.parametrize("name", SEQUENCE_FAMILIES)
 def test_encoder_outputs_at_real_positions_do_not_depend_on_the_padding_width(name):
     model = built(name)
     rows = [[3, 4, 5, 6, 7], [8, 9]]

@@ -1,19 +1,26 @@
-"""Every model through the shared boundary: SASRec, POP, BERT4Rec with matching (and BERT4Rec)."""
+"""Every model through the shared boundary: SASRec, POP, BERT4Rec with matching (and BERT4Rec), and
+every other registered family through its own training stream."""
 
 from __future__ import annotations
+
+import types
 
 import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.config import ExperimentConfig, ModelConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.models import POP, SASRec
 from bert4rec_tf.tasks import TASKS, get_task
+from tests.data.test_instances import small_config
 
 NUM_ITEMS = 12
 MAX_LEN = 6
 HISTORY = np.array([[1, 2, 3, 4, 0, 0], [5, 0, 0, 0, 0, 0], [0, 7, 8, 9, 10, 11]])
+USERS = 3  # model user ids 1..3, for the families that learn a vector per user
+# The families whose training batch is written out here; the others' comes from their own stream.
+HAND_MADE_BATCHES = ("sasrec", "bert4rec", "bert4rec_match")
 
 
 @pytest.fixture(autouse=True)
@@ -24,9 +31,29 @@ def _seed():
 def config(name: str, **changes) -> ModelConfig:
     values = dict(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=8, num_heads=2,
                   intermediate_size=16, num_layers=2, hidden_dropout=0.1, attention_dropout=0.1,
-                  loss="bce" if name == "sasrec" else "ce")
+                  num_users=USERS, loss=get_task(name).losses[0])
     values.update(changes)
     return ModelConfig(**values)
+
+
+def scores_and_user(model, history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`score_next` and `user_representation` of `history`, as NumPy; users 1, 2, ... for a model
+    that reads users."""
+    users = {"users": np.arange(1, len(history) + 1)} if model.reads_users else {}
+    return (np.asarray(model.score_next(history, **users)), np.asarray(model.user_representation(history, **users)))
+
+
+def stream_batch(model_config: ModelConfig, batch_size: int = 4) -> dict[str, np.ndarray]:
+    """The first batch of the family's own training stream on three small users' items."""
+    task = get_task(model_config.name)
+    experiment = ExperimentConfig(data=small_config(max_len=model_config.max_len, prop_sliding_window=1.0,
+                                                    matching=task.data_requirements.get("matching", False)))
+    experiment.model = model_config
+    experiment.train.batch_size, experiment.train.dynamic_masking = batch_size, True
+    rng = np.random.default_rng(0)
+    train = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False) for n in (4, 6, 9)][:model_config.num_users]
+    stream = task.training_stream(experiment, types.SimpleNamespace(num_items=NUM_ITEMS), train)
+    return {key: value.numpy() for key, value in next(iter(stream(0))).items()}
 
 
 def build_model(config: ModelConfig):
@@ -34,8 +61,11 @@ def build_model(config: ModelConfig):
     return get_task(config.name).build_model(config)
 
 
-def training_batch(name: str) -> dict[str, np.ndarray]:
-    """A small batch of the model's training features."""
+def training_batch(name: str, model_config: ModelConfig | None = None) -> dict[str, np.ndarray]:
+    """A small batch of the model's training features: written out here for `HAND_MADE_BATCHES`, else
+    the first batch of the family's own stream (`stream_batch`) for `model_config`."""
+    if name not in HAND_MADE_BATCHES:
+        return stream_batch(model_config or config(name))
     rng = np.random.default_rng(0)
     if name == "sasrec":
         inputs = np.array([[0, 0, 1, 2, 3, 4], [0, 5, 6, 7, 8, 9]])
@@ -55,10 +85,12 @@ def training_batch(name: str) -> dict[str, np.ndarray]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(name for name, task in TASKS.items() if task.trains))
 def test_one_fit_step_trains_every_weight_and_logs_the_gradient_norm(name):
-    model = build_model(config(name, hidden_dropout=0.0, attention_dropout=0.0))
+    settings = config(name, hidden_dropout=0.0, attention_dropout=0.0)
+    model = build_model(settings)
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     before = [v.numpy().copy() for v in model.trainable_variables]
-    logs = model.fit(training_batch(name), batch_size=2, epochs=1, verbose=0).history
+    batch = training_batch(name, settings)
+    logs = model.fit(batch, batch_size=len(next(iter(batch.values()))), epochs=1, verbose=0).history
     assert np.isfinite(logs["loss"][0]) and logs["grad_norm"][0] > 0
     unchanged = [v.path for v, old in zip(model.trainable_variables, before) if np.array_equal(v.numpy(), old)]
     if name == "bert4rec_match":  # the masked-item head's bias row of the unseen [UID] logit is sliced off
@@ -142,9 +174,8 @@ def test_every_model_survives_keras_save_and_reload(name, tmp_path):
     model.save(path)
     restored = keras.saving.load_model(path, safe_mode=True)
     assert type(restored) is type(model)
-    np.testing.assert_array_equal(np.asarray(restored.score_next(HISTORY)), np.asarray(model.score_next(HISTORY)))
-    np.testing.assert_array_equal(np.asarray(restored.user_representation(HISTORY)),
-                                  np.asarray(model.user_representation(HISTORY)))
+    for mine, theirs in zip(scores_and_user(restored, HISTORY), scores_and_user(model, HISTORY)):
+        np.testing.assert_array_equal(mine, theirs)
 
 
 def test_sasrec_rejects_an_unknown_loss():
