@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Work history that user pages do not hold: (what it is, pattern).
 HISTORY = [
-    ("a session", re.compile(r"\bsessions?\b", re.I)),
+    # a work session, not GRU4Rec's sessions of a user's items
+    ("a session", re.compile(r"\b(this|that|last|next|previous|earlier|later|the (first|second|"
+                             r"third|\w+th|same|last|next|previous))\s+sessions?\b|\bsessions?\s+(of|on)\s+\d",
+                             re.I)),
     ("CI", re.compile(r"\bCI\b")),
     ("a virtual machine", re.compile(r"\bvirtual machines?\b", re.I)),
     ("a time of day", re.compile(r"\b(?:the (?:night|morning|afternoon|evening|day) of|(?:this|last|that) "

@@ -47,6 +47,12 @@ def _config(*pairs: str) -> tuple[str, ...]:
 
 def _table2(dataset: str) -> list[Run]:
     return [Run(dataset, "pop", "pop"),
+            Run(dataset, "bpr-mf", "bpr_mf"),
+            Run(dataset, "ncf", "ncf"),
+            Run(dataset, "fpmc", "fpmc"),
+            Run(dataset, "gru4rec", "gru4rec"),
+            Run(dataset, "gru4rec-plus", "gru4rec_plus"),
+            Run(dataset, "caser", "caser"),
             Run(dataset, "sasrec-bce", "sasrec", ("--loss", "bce")),
             Run(dataset, "sasrec-ce", "sasrec", ("--loss", "ce")),
             Run(dataset, "bert4rec-1mask", "bert4rec_1mask"),

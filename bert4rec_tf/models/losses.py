@@ -192,3 +192,148 @@ def matching_losses(user_vectors, item_table, positive_ids, negative_ids, scale:
     positive = ops.sum(user_vectors * _gather_rows(item_table, positive_ids), axis=-1)  # [batch]
     negative = ops.mean(ops.einsum("bd,bnd->bn", user_vectors, _gather_rows(item_table, negative_ids)), axis=-1)
     return ops.softplus(-scale * positive) + ops.softplus(scale * negative)  # [batch]
+
+
+def balanced_bce_loss(positive_scores, negative_scores, positive_weights, negative_weights):
+    """Caser's loss: the mean of -log s(y) over the targets plus the mean of -log(1 - s(y)) over the
+    negatives, two means that weigh equally whatever their numbers of terms (s: the logistic function).
+
+    Args:
+        positive_scores: float [...] the targets' scores.
+        negative_scores: float [...] the negatives' scores (any shape).
+        positive_weights: [...] 1 for a real target, 0 for padding.
+        negative_weights: [...] 1 for a real negative, 0 for padding.
+
+    Returns:
+        Scalar float32 loss (0 for a side without terms).
+    """
+    return (pooled_mean((ops.softplus(-ops.cast(positive_scores, "float32")), positive_weights))
+            + pooled_mean((ops.softplus(ops.cast(negative_scores, "float32")), negative_weights)))
+
+
+def pairwise_bpr_loss(positive_scores, negative_scores):
+    """BPR's loss (Rendle et al. 2009): the mean over the (positive, negative) pairs of
+    -log s(x_pos - x_neg) (s: the logistic function).
+
+    Args:
+        positive_scores: float [batch] the positives' scores.
+        negative_scores: float [batch, k] the scores of each positive's k negatives.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    positive = ops.expand_dims(ops.cast(positive_scores, "float32"), -1)  # [batch, 1]
+    return ops.mean(ops.softplus(ops.cast(negative_scores, "float32") - positive))
+
+
+def pointwise_bce_loss(positive_scores, negative_scores):
+    """NCF's log loss: binary cross-entropy of the logits, label 1 for every positive and 0 for
+    every negative, averaged over all batch x (1 + k) terms alike.
+
+    Args:
+        positive_scores: float [batch] the positives' logits.
+        negative_scores: float [batch, k] the logits of each positive's k negatives.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    positive = ops.softplus(-ops.cast(positive_scores, "float32"))  # -log s(y), [batch]
+    negative = ops.softplus(ops.cast(negative_scores, "float32"))  # -log(1 - s(y)), [batch, k]
+    return ops.mean(ops.concatenate([ops.expand_dims(positive, -1), negative], axis=-1))
+
+
+def squared_norm_penalty(*rows):
+    """The L2 penalty of the embedding rows a batch uses: for each group of rows, the mean of the
+    rows' squared norms, summed over the groups.
+
+    With one group per role (the users' rows [batch, d], the positives' [batch, d], the negatives'
+    [batch, k, d]) it is ||p_u||^2 + ||q_i||^2 + ||q_j||^2 averaged over the batch's (u, i, j)
+    triples: the penalty one SGD step of BPR applies per triple.
+
+    Args:
+        *rows: float [..., d] each.
+
+    Returns:
+        Scalar float32.
+    """
+    return sum(ops.mean(ops.sum(ops.square(ops.cast(group, "float32")), axis=-1)) for group in rows)
+
+
+# The score given to the negatives that do not count, so that no softmax or log-sum-exp weighs them.
+_EXCLUDED_SCORE = -1e9
+
+
+def _mean_over_valid(terms, valid):
+    """The mean of `terms` [..., K] over the entries where `valid` [..., K], float32 [...] (0 where none)."""
+    valid = ops.cast(valid, "float32")
+    return ops.sum(terms * valid, axis=-1) / ops.maximum(ops.sum(valid, axis=-1), 1.0)
+
+
+def _pair_scores(positive_scores, negative_scores):
+    """float32 r_i [..., 1] and r_j [..., K] from the targets' and the negatives' scores."""
+    return (ops.expand_dims(ops.cast(positive_scores, "float32"), -1), ops.cast(negative_scores, "float32"))
+
+
+def _negative_softmax(negative_scores, valid):
+    """GRU4Rec+'s weights s_j = softmax of the counted negatives' scores, float32 [..., K] (0 where
+    not counted), and the log-sum-exp of those scores [...]."""
+    masked = ops.where(valid, negative_scores, _EXCLUDED_SCORE)
+    normaliser = ops.logsumexp(masked, axis=-1)  # [...]
+    return ops.exp(masked - ops.expand_dims(normaliser, -1)) * ops.cast(valid, "float32"), normaliser
+
+
+def top1_losses(positive_scores, negative_scores, valid):
+    """GRU4Rec's TOP1 per target (Hidasi et al. 2016): mean_j [s(r_j - r_i) + s(r_j^2)] over its
+    counted negatives j (s: the logistic function; the second term pushes the negatives' scores to 0).
+
+    Args:
+        positive_scores: float [...] r_i, the targets' scores.
+        negative_scores: float [..., K] r_j, the scores of each target's negatives.
+        valid: bool [..., K] whether each negative counts.
+
+    Returns:
+        float32 [...]; 0 for a target without a counted negative.
+    """
+    positive, negative = _pair_scores(positive_scores, negative_scores)
+    return _mean_over_valid(ops.sigmoid(negative - positive) + ops.sigmoid(ops.square(negative)), valid)
+
+
+def bpr_losses(positive_scores, negative_scores, valid):
+    """GRU4Rec's BPR per target: -mean_j log s(r_i - r_j) over its counted negatives j.
+
+    Args and returns as `top1_losses`.
+    """
+    positive, negative = _pair_scores(positive_scores, negative_scores)
+    return _mean_over_valid(ops.softplus(negative - positive), valid)  # -log s(x) = softplus(-x)
+
+
+def top1_max_losses(positive_scores, negative_scores, valid):
+    """GRU4Rec+'s TOP1-max per target (Hidasi & Karatzoglou 2018): sum_j s_j [s(r_j - r_i) + s(r_j^2)],
+    with s_j the softmax of the counted negatives' scores (the weights carry gradient, as in the paper).
+
+    Args and returns as `top1_losses`.
+    """
+    positive, negative = _pair_scores(positive_scores, negative_scores)
+    weights, _ = _negative_softmax(negative, valid)
+    return ops.sum(weights * (ops.sigmoid(negative - positive) + ops.sigmoid(ops.square(negative))), axis=-1)
+
+
+def bpr_max_losses(positive_scores, negative_scores, valid, regularization: float):
+    """GRU4Rec+'s BPR-max per target: -log sum_j s_j s(r_i - r_j) + lambda sum_j s_j r_j^2, with s_j
+    the softmax of the counted negatives' scores.
+
+    The sum is taken in log space: log sum_j s_j s(r_i - r_j) = logsumexp_j(r_j - softplus(r_j - r_i))
+    - logsumexp_j(r_j), exact where the paper's code adds 1e-24 inside the logarithm.
+
+    Args:
+        positive_scores, negative_scores, valid: as `top1_losses`.
+        regularization: lambda (`bpr_max_reg`).
+
+    Returns:
+        float32 [...]; 0 for a target without a counted negative.
+    """
+    positive, negative = _pair_scores(positive_scores, negative_scores)
+    weights, normaliser = _negative_softmax(negative, valid)
+    log_terms = ops.where(valid, negative - ops.softplus(negative - positive), _EXCLUDED_SCORE)  # [..., K]
+    ranking = normaliser - ops.logsumexp(log_terms, axis=-1)
+    return ranking + regularization * ops.sum(weights * ops.square(negative), axis=-1)

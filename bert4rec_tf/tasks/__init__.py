@@ -5,8 +5,13 @@ one `register_task` line below; docs/architecture.md walks through an example.
 """
 
 from bert4rec_tf.tasks.base import Task
+from bert4rec_tf.tasks.bpr_mf import BPRMFTask
+from bert4rec_tf.tasks.caser import CaserTask
 from bert4rec_tf.tasks.cloze import ClozeTask
+from bert4rec_tf.tasks.fpmc import FPMCTask
+from bert4rec_tf.tasks.gru4rec import GRU4RecPlusTask, GRU4RecTask
 from bert4rec_tf.tasks.matching import MatchingTask
+from bert4rec_tf.tasks.ncf import NCFTask
 from bert4rec_tf.tasks.next_item import NextItemTask
 from bert4rec_tf.tasks.popularity import PopularityTask
 from bert4rec_tf.tasks.registry import (
@@ -26,6 +31,12 @@ register_task(ClozeTask())
 register_task(NextItemTask())
 register_task(MatchingTask())
 register_task(PopularityTask())
+register_task(CaserTask())
+register_task(GRU4RecTask())
+register_task(GRU4RecPlusTask())
+register_task(BPRMFTask())
+register_task(NCFTask())
+register_task(FPMCTask())
 
 __all__ = ["REFERENCE_TASK", "TASKS", "Task", "get_task", "preset", "preset_names", "recipe_overrides",
            "reference_model", "register_task", "task_of_preset", "validate"]

@@ -6,7 +6,6 @@ import gzip
 import json
 import os
 import zipfile
-
 from decimal import Decimal
 
 import numpy as np

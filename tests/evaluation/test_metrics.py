@@ -108,6 +108,6 @@ def test_trimmed_length_sorted_batches_give_the_metrics_of_full_width_batches(na
     sequences = sequences_of(lists, num_items)
     candidates = {f"{p}_test": sample_negatives(sequences, p, "test", 1 if name == "by_user" else 10, 3)
                   for p in ("pop", "uniform")}
-    model = ScoresByUser() if name == "by_user" else built(name)
+    model = ScoresByUser() if name == "by_user" else built(name, num_users=len(lists))
     results = [evaluate(model, sequences, "test", 24, candidates, batch_size=4, trim=trim) for trim in (True, False)]
     assert results[0] == results[1]

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from bert4rec_tf.experiments import figures  # noqa: E402
 from bert4rec_tf.constants import metric_label  # noqa: E402
+from bert4rec_tf.experiments import figures  # noqa: E402
 
 
 def _record(dataset, setting, curve, test=None):

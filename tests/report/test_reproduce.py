@@ -25,14 +25,15 @@ def reproduce(*args):
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=900)
 
 
-def test_table2_plan_has_the_six_models_and_their_flags(tmp_path):
+def test_table2_plan_has_the_papers_methods_and_our_variants_with_their_flags(tmp_path):
     result = reproduce("table2", "--datasets", "ml-1m", "--budget", "5m", "--out", str(tmp_path), "--dry_run")
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if re.match(r"\s+\d+\.", line)]
     assert [line.split()[1] for line in lines] == [
-        "ml-1m-pop", "ml-1m-sasrec-bce", "ml-1m-sasrec-ce", "ml-1m-bert4rec-1mask", "ml-1m-bert4rec",
-        "ml-1m-bert4rec-match"]
-    assert "--model sasrec" in lines[2] and "--loss ce" in lines[2] and "--time_budget 5m" in lines[2]
+        "ml-1m-pop", "ml-1m-bpr-mf", "ml-1m-ncf", "ml-1m-fpmc", "ml-1m-gru4rec", "ml-1m-gru4rec-plus", "ml-1m-caser",
+        "ml-1m-sasrec-bce", "ml-1m-sasrec-ce", "ml-1m-bert4rec-1mask", "ml-1m-bert4rec", "ml-1m-bert4rec-match"]
+    assert "--model sasrec" in lines[8] and "--loss ce" in lines[8] and "--time_budget 5m" in lines[8]
+    assert "--model gru4rec_plus" in lines[5]
     assert all("[new]" in line for line in lines)
     assert not os.listdir(tmp_path)  # a dry run writes nothing
 
@@ -195,7 +196,7 @@ def test_no_run_starts_that_would_end_after_the_deadline(tmp_path):
     assert "run 2/2: beauty-bert4rec not started" in result.stdout
     assert "2 runs not started before the deadline (beauty-sasrec-ce, beauty-bert4rec)" in result.stdout
     assert not os.path.exists(tmp_path / "out" / "runs")
-    assert "0 of 6 runs finished" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "0 of 12 runs finished" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
 
 
 def test_a_run_on_cores_at_less_than_half_its_experiments_fastest_is_not_started():

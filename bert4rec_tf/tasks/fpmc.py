@@ -1,0 +1,30 @@
+"""FPMC (Rendle et al., 2010): a baseline of the BERT4Rec paper's Table 2, with a basket of one item.
+
+Preset "fpmc": the BERT4Rec paper implemented FPMC itself and tuned d, the L2 regulariser and
+dropout on its validation sets, without reporting the values; the preset takes d 64 (BERT4Rec's
+default) for both factorisations, l2 0.01 (the middle of its grid), one sampled negative per
+positive (the paper's S-BPR draws one), Adam at 1e-3 in batches of 256 (the paper: SGD on one
+quadruple at a time) and no weight decay. The `cpu-*` recipes set the batch as for BPR-MF
+(`INTERACTION_CPU_RECIPES`).
+"""
+
+from __future__ import annotations
+
+from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, InteractionTask
+
+
+class FPMCTask(InteractionTask):
+    """FPMC: a vector per user and a first-order Markov chain over items, factorised."""
+
+    name = "fpmc"
+    presets = {"fpmc": {"*": {"model.name": "fpmc", "loss": "bpr", "hidden_size": 64, "l2": 0.01,
+                              "train_negatives": 1, "learning_rate": 1e-3, "batch_size": 256,
+                              "weight_decay": 0.0, "static_instances": False}}}
+    cpu_recipes = {"fpmc": INTERACTION_CPU_RECIPES}
+    losses = ("bpr",)
+    sequential = True
+
+    def model_class(self):
+        from bert4rec_tf.models.fpmc import FPMC
+
+        return FPMC
