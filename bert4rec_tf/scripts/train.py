@@ -19,6 +19,7 @@ from absl import flags
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import RECIPES
+from bert4rec_tf.tasks import TASKS
 
 cli.define_data_flags()
 flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>, or runs/<dataset>-<model> "
@@ -28,8 +29,10 @@ flags.DEFINE_integer("batch_size", None, "Override train.batch_size.")
 flags.DEFINE_float("learning_rate", None, "Override train.learning_rate.")
 flags.DEFINE_integer("max_len", None, "Override the sequence length (data and model).")
 flags.DEFINE_integer("hidden_size", None, "Override model.hidden_size.")
-flags.DEFINE_enum("loss", None, ["bce", "ce"], "SASRec's loss: bce (the paper's, one negative per position) or "
-                  "ce (softmax over all items). Override model.loss.")
+flags.DEFINE_enum("loss", None, list(dict.fromkeys(loss for task in TASKS.values() for loss in task.losses)),
+                  "Override model.loss, among those of the --model (the first is its preset's): SASRec bce (the "
+                  "paper's, one negative per position) or ce (softmax over all items); GRU4Rec top1, bpr or ce; "
+                  "GRU4Rec+ bpr_max or top1_max; BPR-MF and FPMC bpr; NCF and Caser bce; the Cloze models ce.")
 flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time has passed (e.g. 2h, 30m, "
                     "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
 flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings applied to the preset before the other flags: "

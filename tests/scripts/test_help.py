@@ -94,3 +94,13 @@ def test_without_tensorflow_a_command_names_the_extras_in_one_line(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: TensorFlow is not installed") and '".[cpu]"' in last and '".[gpu]"' in last, \
         result.stderr[-2000:]
+
+
+def test_train_accepts_every_loss_a_registered_model_trains_with():
+    from bert4rec_tf.tasks import TASKS
+
+    script = os.path.join(REPO, "run_scripts", "train.py")
+    result = subprocess.run([sys.executable, "-c", PROBE, script, "--helpfull"], capture_output=True, text=True,
+                            timeout=120)
+    accepted = result.stdout.split("  --loss: <", 1)[1].split(">", 1)[0].split("|")  # the flag's values
+    assert {loss for task in TASKS.values() for loss in task.losses} <= set(accepted), accepted
