@@ -1,4 +1,5 @@
-"""Negative items for training: uniform over the items a user never had, inside tf.data.
+"""Negative items for training, inside tf.data: uniform over the items a user never had
+(`NegativeSampler`), or drawn by popularity for a whole batch (`popularity_sampler`).
 
 Sampling is exact, without rejection: the user's items are kept sorted, and the r-th item outside
 them is found by a binary search, so a draw never returns one of the user's items and costs
@@ -6,6 +7,8 @@ O(log(items of the user)). Draws are stateless: the same seed gives the same neg
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -52,3 +55,26 @@ class NegativeSampler:
         free = self.num_items - (end - begin)
         rank = tf.random.stateless_uniform([count], seed, minval=0, maxval=free, dtype=tf.int64)  # [count]
         return rank + 1 + tf.searchsorted(below, rank, side="right", out_type=tf.int64)
+
+
+def popularity_sampler(train: list[np.ndarray], num_items: int, alpha: float) -> Callable[..., tf.Tensor]:
+    """`draw(count, seed)`: int32 [count] items 1..num_items, independent, item i with probability
+    proportional to (its occurrences in `train`) ** alpha (alpha 0: uniform over every item; alpha > 0:
+    never an item absent from `train`); stateless, so the same seed [2] gives the same draws.
+
+    Args:
+        train: per user, the training items.
+        num_items: real items are 1..num_items.
+        alpha: the popularity exponent (GRU4Rec's `sample_alpha`).
+    """
+    items = np.concatenate([np.asarray(row, dtype=np.int64) for row in train] or [np.zeros(0, np.int64)])
+    counts = np.bincount(items, minlength=num_items + 1)[1:num_items + 1].astype(np.float64)
+    cumulative = tf.constant(np.cumsum(np.power(counts, alpha)))  # [num_items], 0 ** 0 = 1
+
+    def draw(count: int, seed) -> tf.Tensor:
+        points = tf.random.stateless_uniform([count], seed, dtype=tf.float64) * cumulative[-1]
+        # Item i + 1 when cumulative[i - 1] <= point < cumulative[i]: never an item of weight 0.
+        index = tf.searchsorted(cumulative, points, side="right", out_type=tf.int32)
+        return tf.minimum(index, num_items - 1) + 1
+
+    return draw

@@ -106,6 +106,7 @@ class GRU4RecPlusTask(GRU4RecTask):
         same draws in every row, seeded by the batch's first instance number."""
         import tensorflow as tf
 
+        from bert4rec_tf.data.negatives import popularity_sampler
         from bert4rec_tf.data.seeds import Stream, instance_seed
 
         batches = super().training_stream(config, prepared, train)
@@ -122,27 +123,3 @@ class GRU4RecPlusTask(GRU4RecTask):
 
         return with_shared
 
-
-def popularity_sampler(train: list[np.ndarray], num_items: int, alpha: float) -> Callable:
-    """`draw(count, seed)`: int32 [count] items 1..num_items, independent, item i with probability
-    proportional to (its occurrences in `train`) ** alpha (alpha 0: uniform over every item; alpha > 0:
-    never an item absent from `train`); stateless, so the same seed [2] gives the same draws.
-
-    Args:
-        train: per user, the training items.
-        num_items: real items are 1..num_items.
-        alpha: the popularity exponent (GRU4Rec's `sample_alpha`).
-    """
-    import tensorflow as tf
-
-    items = np.concatenate([np.asarray(row, dtype=np.int64) for row in train] or [np.zeros(0, np.int64)])
-    counts = np.bincount(items, minlength=num_items + 1)[1:num_items + 1].astype(np.float64)
-    cumulative = tf.constant(np.cumsum(np.power(counts, alpha)))  # [num_items], 0 ** 0 = 1
-
-    def draw(count: int, seed) -> tf.Tensor:
-        points = tf.random.stateless_uniform([count], seed, dtype=tf.float64) * cumulative[-1]
-        # Item i + 1 when cumulative[i - 1] <= point < cumulative[i]: never an item of weight 0.
-        index = tf.searchsorted(cumulative, points, side="right", out_type=tf.int32)
-        return tf.minimum(index, num_items - 1) + 1
-
-    return draw

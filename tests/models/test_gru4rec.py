@@ -12,9 +12,9 @@ import pytest
 
 from bert4rec_tf.config import ExperimentConfig, ModelConfig
 from bert4rec_tf.constants import vocab_size
+from bert4rec_tf.data.negatives import popularity_sampler
 from bert4rec_tf.models.losses import bpr_losses, bpr_max_losses, top1_losses, top1_max_losses
 from bert4rec_tf.tasks import get_task, preset, recipe_overrides, validate
-from bert4rec_tf.tasks.gru4rec import popularity_sampler
 from tests.data.test_instances import small_config
 
 NUM_ITEMS = 12
