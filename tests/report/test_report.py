@@ -17,32 +17,62 @@ def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
                fake_record("ml-1m", "sasrec-ce", {"full": {"Recall@10": 0.25, "NDCG@10": 0.10}}),
                fake_record("ml-1m", "pop", {"uniform": {"HR@10": 0.43}})]
     pairs = {(p["first"], p["second"], p["protocol"], p["metric"]): p for p in orderings(report_rows(records))}
-    # The BERT4Rec paper: bert4rec 0.6970 > sasrec-bce 0.6629 (HR@10), 0.4818 > 0.4368 (NDCG@10).
-    assert pairs[("bert4rec", "sasrec-bce", "pop", "HR@10")]["holds"] is False
-    assert pairs[("bert4rec", "sasrec-bce", "pop", "NDCG@10")]["holds"] is True
-    assert pairs[("bert4rec", "sasrec-bce", "pop", "HR@10")]["published"] == (0.6970, 0.6629)
     # Later work, full ranking: SASRec-ce 0.3152 > BERT4Rec 0.1518; an equal NDCG@10 of ours is a tie.
     assert pairs[("bert4rec", "sasrec-ce", "full", "Recall@10")]["holds"] is True
     assert pairs[("bert4rec", "sasrec-ce", "full", "NDCG@10")]["holds"] is None
-    # POP has no partner under its protocol and source; MRR and HR@5 are not compared.
-    assert len(pairs) == 4 and not any("pop" in key[:2] for key in pairs)
+    # Table 2's pairs are the paper's orderings (`table2_orderings`), not pairs; MRR and HR@5 are not compared.
+    assert len(pairs) == 2
     write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [])
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
-    assert "| bert4rec vs sasrec-bce | pop-100 | HR@10 | 0.6970 vs 0.6629 | 0.6000 vs 0.6500 | reversed | 0.0176 |" in report
     assert "| bert4rec vs sasrec-ce | full ranking | NDCG@10 | 0.0806 vs 0.1821 | 0.1000 vs 0.1000 | tie |" in report
+    # BERT4Rec 0.6970 > Caser 0.6692, the best other in the paper (HR@10); ours 0.60 < SASRec 0.65 by more than 0.0176.
+    assert ("| BERT4Rec first (without POP, BPR-MF, NCF, FPMC, GRU4Rec, GRU4Rec+, Caser: not run) | HR@10 | "
+            "BERT4Rec 0.6970 vs Caser 0.6692 | holds | BERT4Rec 0.6000 vs SASRec 0.6500 | reversed | 0.0176 |") in report
     assert "two standard errors over the 6,040 test users" in report
     assert "## Discussion" not in report
     notes = "SASRec leads.\n\n## ML-1m\n\nSee [ablation](../ablation.md).\n"
     write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), records, [], notes=notes)
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
     # The answer first (the published numbers, the orders, every run), then the discussion, then provenance.
-    order = ["Beside the published numbers", "Where the published order of two runs holds", "Every run in the three",
-             "## Discussion", "> SASRec leads.", "## Where each run comes from"]
+    order = ["Beside the published numbers", "Where the published order of two runs holds", "The paper's orderings",
+             "Every run in the three", "## Discussion", "> SASRec leads.", "## Where each run comes from"]
     assert [report.index(text) for text in order] == sorted(report.index(text) for text in order)
     # The notes are quoted: a Markdown quote whose headings sit under the report's Discussion and whose
     # links hold from the report.
     assert "Quoted from [table2/notes.md](table2/notes.md)" in report
     assert "> ### ML-1m\n>\n> See [ablation](ablation.md)." in report
+
+
+def test_table2_orderings_judge_the_weakest_link_in_the_papers_numbers_and_ours():
+    from bert4rec_tf.experiments.report import table2_orderings
+
+    def run(setting, hr, ndcg):
+        return fake_record("beauty", setting, {"pop": {"HR@10": hr, "NDCG@10": ndcg}})
+
+    records = [run("pop", 0.06, 0.03), run("bpr-mf", 0.19, 0.10), run("ncf", 0.20, 0.11), run("fpmc", 0.21, 0.12),
+               run("gru4rec", 0.25, 0.10), run("gru4rec-plus", 0.26, 0.14), run("caser", 0.17, 0.07),
+               run("sasrec-bce", 0.22, 0.13), run("bert4rec", 0.29, 0.17)]
+    claims = {(c["ordering"], c["metric"]): c for c in table2_orderings(report_rows(records))}
+    assert len(claims) == 6 and all(not c["missing"] for c in claims.values())
+    sequential = claims[("sequential above non-sequential", "HR@10")]
+    # The paper: the weakest sequential, GRU4Rec 0.2343, above the strongest non-sequential, NCF 0.2142.
+    assert (sequential["paper"]["above"], sequential["paper"]["below"]) == ("GRU4Rec", "NCF")
+    assert sequential["paper"]["values"] == (0.2343, 0.2142) and sequential["paper"]["verdict"] == "holds"
+    # Ours: Caser 0.17 below NCF 0.20 by more than two standard errors over 40,226 users.
+    assert sequential["ours"]["above"] == "Caser" and sequential["ours"]["verdict"] == "reversed"
+    # The paper's own NDCG@10 on Beauty has GRU4Rec 0.1074 below NCF 0.1124: reversed in the paper.
+    assert claims[("sequential above non-sequential", "NDCG@10")]["paper"]["verdict"] == "reversed"
+    # GRU4Rec+ 0.2654 and SASRec 0.2653 in the paper: a tie; ours SASRec 0.22 against 0.26: reversed.
+    sasrec = claims[("SASRec above GRU4Rec+ and Caser", "HR@10")]
+    assert sasrec["paper"]["verdict"] == "tie" and sasrec["ours"]["verdict"] == "reversed"
+    assert sasrec["ours"]["below"] == "GRU4Rec+"
+    first = claims[("BERT4Rec first", "HR@10")]
+    assert first["ours"]["verdict"] == "holds" and first["ours"]["below"] == "GRU4Rec+"
+    # 0.29 - 0.26 against two standard errors of the two proportions over the 40,226 users.
+    assert first["ours"]["margin"] == pytest.approx(2 * ((0.29 * 0.71 + 0.26 * 0.74) / 40226) ** 0.5)
+    # A tie within the margin: the gap 0.001 is below it.
+    close = [run("bert4rec", 0.261, 0.17), run("gru4rec-plus", 0.26, 0.14)]
+    assert [c["ours"]["verdict"] for c in table2_orderings(report_rows(close)) if c["metric"] == "HR@10"] == ["tie"]
 
 
 def test_ablation_orderings_pair_each_change_with_the_default():
@@ -58,16 +88,16 @@ def test_ablation_orderings_pair_each_change_with_the_default():
 def test_an_order_within_the_test_sets_noise_is_a_tie():
     """0.6856 against 0.6866 on ML-1m's 6,040 test users (the 2026-11-25 SASRec-bce and BERT4Rec) is
     no order: two standard errors of the difference are 0.0168. On Beauty's 40,226 users 0.01 is one."""
-    from bert4rec_tf.experiments.report import noise_margin, tested_users
+    from bert4rec_tf.experiments.report import noise_margin, table2_orderings, tested_users
 
     assert tested_users("ml-1m") == 6040 and tested_users("beauty") == 40226 and tested_users("custom") is None
     assert noise_margin(0.6856, 0.6866, 6040) == pytest.approx(0.01689, abs=1e-5)
     assert noise_margin(0.5, 0.5, 40226) == pytest.approx(2 * (0.5 / 40226) ** 0.5)
     assert noise_margin(0.5, 0.4, None) == 0.0
     tied = [fake_record("ml-1m", "bert4rec", {"pop": {"HR@10": 0.6866}}), fake_record("ml-1m", "sasrec-bce", {"pop": {"HR@10": 0.6856}})]
-    assert [p["holds"] for p in orderings(report_rows(tied))] == [None]
+    assert [c["ours"]["verdict"] for c in table2_orderings(report_rows(tied))] == ["tie"]
     apart = [fake_record("beauty", "bert4rec", {"pop": {"HR@10": 0.2908}}), fake_record("beauty", "sasrec-bce", {"pop": {"HR@10": 0.2808}})]
-    assert [p["holds"] for p in orderings(report_rows(apart))] == [True]  # 0.0100 > 0.0063
+    assert [c["ours"]["verdict"] for c in table2_orderings(report_rows(apart))] == ["holds"]  # 0.0100 > 0.0063
 
 
 def test_links_in_the_notes_hold_from_the_report_that_quotes_them():
