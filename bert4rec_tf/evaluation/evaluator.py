@@ -29,7 +29,9 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     Args:
         model: a model with `score_next(history) -> [batch, vocab_size]` (see
             `bert4rec_tf.models.base.SequentialRecommender`; with `reads_users`, also `users=`, the
-            model user ids: user u of `sequences` is u + 1).
+            model user ids: user u of `sequences` is u + 1). A model with `score_items(history,
+            items) -> [batch, n]` (the scores of chosen items) is asked only for each user's target
+            and candidates when `protocols` has no full ranking.
         sequences: all users' sequences.
         stage: "valid" or "test".
         max_len: history items given to the model (its sequence length is enough for every model).
@@ -52,10 +54,15 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     histories, targets = evaluation_histories(sequences, stage, max_len)
     reads_users = getattr(model, "reads_users", False)
 
-    def score_next(history, users):
-        if reads_users:
-            return model.score_next(history, training=False, users=users)
-        return model.score_next(history, training=False)
+    # Without full ranking, a model that can score chosen items (`score_items`) scores only each
+    # user's target and candidates: for a model whose every (user, item) score is costly (NCF).
+    sampled_only = "full" not in protocols and hasattr(model, "score_items")
+
+    def score_next(history, users, items):
+        options = {"users": users} if reads_users else {}
+        if sampled_only:
+            return model.score_items(history, items, training=False, **options)
+        return model.score_next(history, training=False, **options)
 
     if isinstance(model, keras.Model):
         # One traced graph for every batch (the last, smaller batch reuses it): eager execution
@@ -67,15 +74,23 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
         users = order[begin:begin + batch_size]
         width = padded_width(int(lengths[users].max()), max_len) if trim else max_len
-        scores = ops.convert_to_numpy(score_next(histories[users, :width], users + 1))  # [b, vocab]; model user ids
-        target_scores = scores[np.arange(len(users)), targets[users]]
+        negatives = {protocol: _candidates(candidates, protocol, stage)[users].astype(np.int64)
+                     for protocol in protocols if protocol != "full"}  # [b, C] each
+        # The items scored: every item, or (sampled_only) the target then each protocol's candidates.
+        items = np.concatenate([targets[users, None]] + list(negatives.values()), axis=1) if sampled_only else None
+        columns = ({protocol: 1 + index * negatives[protocol].shape[1] + np.arange(negatives[protocol].shape[1])
+                    for index, protocol in enumerate(negatives)}
+                   if sampled_only else negatives)  # where each candidate's score is
+        scores = ops.convert_to_numpy(score_next(histories[users, :width], users + 1,  # model user ids
+                                                 items if sampled_only else targets[users, None]))  # [b, scored]
+        target_scores = scores[:, 0] if sampled_only else scores[np.arange(len(users)), targets[users]]
         for protocol in protocols:
             if protocol == "full":
                 valid = _competing_items(sequences, stage, users, scores.shape[1])
                 ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, scores, valid))
             else:
-                negatives = _candidates(candidates, protocol, stage)[users]
-                others = np.take_along_axis(scores, negatives.astype(np.int64), axis=1)  # [b, C]
+                others = (scores[:, columns[protocol]] if sampled_only
+                          else np.take_along_axis(scores, columns[protocol], axis=1))  # [b, C]
                 ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, others))
     return {protocol: metrics_from_ranks(ranks[protocol], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}

@@ -131,17 +131,28 @@ class NCF(SequentialRecommender):
         mlp = ops.reshape(ops.transpose(mlp, (1, 0, 2)), (-1, chunks * chunk))[:, :vocab]  # [batch, vocab]
         return gmf + mlp + ops.cast(self.prediction.bias, "float32")
 
+    def _item_logits(self, user, gmf_items, mlp_items):
+        """Logits [batch, n] of the users' vectors `user` [batch, d + width] against their items'
+        GMF [batch, n, d] and MLP [batch, n, width] embeddings."""
+        factors = self.model_config.hidden_size
+        gmf = ops.einsum("bd,bnd->bn", user[:, :factors], gmf_items)
+        mlp = self._mlp_logits(user[:, None, factors:] + ops.matmul(mlp_items, self._first_kernel("item")))
+        return gmf + mlp + ops.cast(self.prediction.bias, "float32")
+
+    def score_items(self, history, items, training=None, users=None):
+        """The logits of chosen items, float32 [batch, n] for item ids `items` [batch, n]: what
+        `score_next` gives at those ids, for n (user, item) pairs instead of the whole vocabulary."""
+        items = ops.cast(items, "int32")
+        user = self.user_representation(history, training=training, users=users)
+        return self._item_logits(user, known_rows(self.gmf_items, items), known_rows(self.mlp_items, items))
+
     def call(self, features: dict, training=None):
         """The positives' logits [batch], the negatives' [batch, k] and, in training, the L2 penalty."""
-        factors = self.model_config.hidden_size
         users = ops.cast(features["user_ids"], "int32")
         items = ops.concatenate([ops.cast(features["positive_ids"], "int32")[:, None],
                                  ops.cast(features["negative_ids"], "int32")], axis=1)  # [batch, 1 + k]
-        user = self._user_vectors(users)  # [batch, d + width]
         gmf_items, mlp_items = known_rows(self.gmf_items, items), known_rows(self.mlp_items, items)
-        gmf = ops.einsum("bd,bnd->bn", user[:, :factors], gmf_items)
-        mlp = self._mlp_logits(user[:, None, factors:] + ops.matmul(mlp_items, self._first_kernel("item")))
-        logits = gmf + mlp + ops.cast(self.prediction.bias, "float32")  # [batch, 1 + k]
+        logits = self._item_logits(self._user_vectors(users), gmf_items, mlp_items)  # [batch, 1 + k]
         penalty = 0.0
         if training and self.model_config.l2:
             penalty = squared_norm_penalty(known_rows(self.gmf_users, users), known_rows(self.mlp_users, users),

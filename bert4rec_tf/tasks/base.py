@@ -49,6 +49,10 @@ class Task:
     # Whether the family reads the order of a history (False: a user's items as a set, BPR-MF and
     # NCF); the shared learning test asks a sequential family to learn a planted order.
     sequential: bool = True
+    # Whether each validation ranks every item as well as the pop-100 candidates (False: pop-100
+    # only, for a family whose full scoring costs many training intervals; the test ranks every
+    # item all the same).
+    full_ranking_validation: bool = True
     sequence_features: tuple[str, ...] = ()
     padded_left: bool = False
     attention_last_label: str | None = None

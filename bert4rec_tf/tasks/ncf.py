@@ -30,6 +30,9 @@ class NCFTask(InteractionTask):
     cpu_recipes = {"ncf": {**INTERACTION_CPU_RECIPES,
                            "beauty": {**INTERACTION_CPU_RECIPES["beauty"], "hidden_size": 16, "num_layers": 1}}}
     losses = ("bce",)
+    # Ranking every item at each validation would cost more than the training between them (above);
+    # validation scores the pop-100 candidates only (`NCF.score_items`), the test ranks every item.
+    full_ranking_validation = False
 
     def model_class(self):
         from bert4rec_tf.models.ncf import NCF

@@ -157,8 +157,10 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     validate = validation_loss = None
     validation_histories = None
     if config.data.split == "valid":
+        protocols = VALIDATION_PROTOCOLS if task.full_ranking_validation else VALIDATION_PROTOCOLS[:1]
+
         def validate(m):
-            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=VALIDATION_PROTOCOLS)
+            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=protocols)
 
         histories, targets = evaluation_histories(sequences, "valid", config.data.max_len)
         validation_histories = histories[:ATTENTION_USERS]

@@ -111,3 +111,36 @@ def test_trimmed_length_sorted_batches_give_the_metrics_of_full_width_batches(na
     model = ScoresByUser() if name == "by_user" else built(name, num_users=len(lists))
     results = [evaluate(model, sequences, "test", 24, candidates, batch_size=4, trim=trim) for trim in (True, False)]
     assert results[0] == results[1]
+
+
+class ChosenItemScores(FixedScores):
+    """`FixedScores` that can also score chosen items; `sign` -1 negates those scores only, so a test
+    can tell which path the evaluator took."""
+
+    def __init__(self, table, sign=1.0):
+        super().__init__(table)
+        self.sign = sign
+        self.asked = []
+
+    def score_items(self, history, items, training=False):
+        self.asked.append(np.asarray(items))
+        return self.sign * self.table[np.asarray(items)]
+
+
+def test_without_full_ranking_a_model_scores_only_targets_and_candidates():
+    from bert4rec_tf.evaluation.evaluator import evaluate
+    from tests.data.test_pipeline import sequences_of
+
+    sequences = sequences_of([[1, 2, 3, 4], [4, 3, 6, 5]], num_items=6)
+    candidates = {"pop_test": np.array([[5, 6], [1, 2]]), "uniform_test": np.array([[6, 5], [6, 2]])}
+    table = [9, 1, 2, 3, 4, 5, 6, 9]
+    expected = evaluate(FixedScores(table), sequences, "test", 4, candidates, protocols=("pop", "uniform"))
+    model = ChosenItemScores(table)
+    assert evaluate(model, sequences, "test", 4, candidates, protocols=("pop", "uniform")) == expected
+    # Each user's target, then the pop and the uniform candidates: (4, 5, 6, 6, 5) and (5, 1, 2, 6, 2).
+    np.testing.assert_array_equal(np.concatenate(model.asked), [[4, 5, 6, 6, 5], [5, 1, 2, 6, 2]])
+    # With full ranking every item is scored (score_items is not asked); a wrong score_items would show.
+    wrong = ChosenItemScores(table, sign=-1.0)
+    assert evaluate(wrong, sequences, "test", 4, candidates, protocols=("pop", "uniform")) != expected
+    asked = len(wrong.asked)
+    assert evaluate(wrong, sequences, "test", 4, candidates)["pop"] == expected["pop"] and len(wrong.asked) == asked

@@ -113,3 +113,10 @@ def test_the_preset():
     assert (config.model.loss, config.model.hidden_size, config.model.num_layers, config.model.train_negatives,
             config.train.learning_rate, config.train.batch_size) == ("bce", 64, 3, 4, 1e-3, 256)
     assert not get_task("ncf").sequential
+
+
+def test_scores_of_chosen_items_match_the_network():
+    model = build(num_layers=2)
+    items = np.random.default_rng(5).integers(1, NUM_ITEMS + 1, size=(len(USERS), 7))
+    np.testing.assert_allclose(model.score_items(HISTORY, items, users=USERS), numpy_logits(model, USERS, items),
+                               rtol=1e-4, atol=1e-4)

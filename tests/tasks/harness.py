@@ -112,6 +112,11 @@ def run_task_test(case: tuple[str, str, list[str]], source: tuple[str, str], pop
     task = task_of_preset(preset)
     results = train_case(preset, overrides, source, f"{root}/whole")
     recall = results["full"]["Recall@10"]
+    with open(f"{root}/whole/checkpoints/state.json", encoding="utf-8") as handle:
+        curve = json.load(handle)["curve"]
+    # Validation ranks every item too unless the Task says it costs too much; the test always does.
+    assert all(("full/NDCG@10" in point) == task.full_ranking_validation for point in curve) and (
+        curve or not task.trains), name
     if task.trains:
         margin = MARGIN if task.sequential else UNORDERED_MARGIN
         assert recall >= pop_recall + margin, f"{name}: full Recall@10 {recall:.3f}, POP {pop_recall:.3f}"
