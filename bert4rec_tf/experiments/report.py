@@ -360,6 +360,22 @@ def quote_notes(notes: str, subfolder: str) -> list[str]:
     return lines
 
 
+def _published_table(rows: list[dict]) -> list[str]:
+    """The markdown table of `rows` of one source (which names its protocol): a line per run, a
+    column per metric."""
+    metrics = list(dict.fromkeys(row["published_metric"] for row in rows))
+    cells: dict[str, dict[str, str]] = {}
+    for row in rows:
+        difference = "" if row["relative_difference"] is None else f" ({row['relative_difference']:+.1%})"
+        cells.setdefault(row["setting"], {})[row["published_metric"]] = (
+            f"{_cell(row['ours'])} / {row['published']:.4f}{difference}")
+    lines = [f"{rows[0]['source']}:", "", f"| run | {' | '.join(metrics)} |",
+             f"|---|{'---|' * len(metrics)}"]
+    lines += [f"| {setting} | {' | '.join(by_metric.get(metric, '') for metric in metrics)} |"
+              for setting, by_metric in cells.items()]
+    return lines + [""]
+
+
 def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
                  figures: list[str], notes: str | None = None) -> list[dict]:
     """Writes `<folder>/<name>.csv` (every column) and `<name>.md` from the `records` of the finished
@@ -393,15 +409,10 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             lines += [*summary, ""]
         compared = [row for row in rows if row["dataset"] == dataset and row["published"] is not None]
         if compared:
-            lines += ["Beside the published numbers (the protocol each paper used):", "",
-                      "| run | protocol | metric | published | ours | relative difference | source |",
-                      "|---|---|---|---|---|---|---|"]
-            for row in compared:
-                difference = "" if row["relative_difference"] is None else f"{row['relative_difference']:+.1%}"
-                protocol = PROTOCOL_LABELS[row["published_protocol"]]
-                lines.append(f"| {row['setting']} | {protocol} | {row['published_metric']} | "
-                             f"{row['published']:.4f} | {_cell(row['ours'])} | {difference} | {row['source']} |")
-            lines.append("")
+            lines += ["Beside the published numbers, one table per source, under the protocol that paper used; each "
+                      "cell is ours / published (our relative difference):", ""]
+            for source in dict.fromkeys(row["source"] for row in compared):
+                lines += _published_table([row for row in compared if row["source"] == source])
         pairs = [pair for pair in orderings(rows) if pair["dataset"] == dataset]
         if pairs:
             users = tested_users(dataset)

@@ -71,7 +71,10 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     assert float(hr10["relative_difference"]) == pytest.approx((float(hr10["ours"]) - 0.3025) / 0.3025)
     assert float(hr10["ours"]) == float(hr10["pop/HR@10"]) and int(hr10["steps"]) == 4
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "2 of 6 runs finished" in report and "| bert4rec | pop-100 | HR@10 | 0.3025 |" in report
+    ours = float(hr10["ours"])
+    cell = f"{ours:.4f} / 0.3025 ({(ours - 0.3025) / 0.3025:+.1%})"  # ours / published (difference), HR@10's column
+    assert "2 of 6 runs finished" in report and "| HR@1 | HR@5 | HR@10 |" in report
+    assert next(line for line in report.splitlines() if line.startswith("| bert4rec | ")).split(" | ")[3] == cell
     for figure in ("validation_curves_beauty.png", "validation_steps_beauty.png", "attention.png"):
         path = out / figure
         assert path.stat().st_size > 10_000, figure
