@@ -78,8 +78,9 @@ class ModelConfig:
         hidden_dropout: dropout on embeddings, attention output and FFN output.
         attention_dropout: dropout on the attention probabilities.
         use_position_embedding / use_ffn / use_layer_norm / use_residual: ablation switches.
-        loss: SASRec's loss, "bce" (the paper's, one negative per position) or "ce" (softmax over
-            all items); the Cloze models always use "ce".
+        loss: the training loss, one of the family's (`Task.losses`): e.g. SASRec's "bce" (the
+            paper's, one negative per position) or "ce" (softmax over all items); "sampled_softmax"
+            (the softmax models: K sampled negatives, not the papers' loss).
         match_negatives: the matching task's negatives per instance (n).
         match_scale: the matching task's scale c.
         num_users: model user ids are 1..num_users (0: unknown); set from the prepared data, read
@@ -94,6 +95,8 @@ class ModelConfig:
         conv_filters: Caser's horizontal filters per height (n_h).
         vertical_filters: Caser's vertical filters (n_v).
         bpr_max_reg: the score regularisation lambda of GRU4Rec+'s BPR-max loss.
+        sampled_negatives: K, the negatives a batch shares under `loss` "sampled_softmax" (drawn by
+            training popularity ** `negative_alpha`, uniform at 0).
     """
 
     name: str = "bert4rec"
@@ -120,6 +123,7 @@ class ModelConfig:
     conv_filters: int = 16
     vertical_filters: int = 4
     bpr_max_reg: float = 1.0
+    sampled_negatives: int = 1024
 
 
 @dataclasses.dataclass
@@ -207,7 +211,7 @@ class ExperimentConfig:
         _require(model.num_heads >= 1 and model.hidden_size % model.num_heads == 0, "num_heads", model.num_heads,
                  f"at least 1 and a divisor of hidden_size {model.hidden_size}")
         _require(model.intermediate_size >= 1, "intermediate_size", model.intermediate_size, "at least 1")
-        for name in ("train_negatives", "next_targets", "conv_filters"):
+        for name in ("train_negatives", "next_targets", "conv_filters", "sampled_negatives"):
             _require(getattr(model, name) >= 1, name, getattr(model, name), "at least 1")
         _require(model.vertical_filters >= 0, "vertical_filters", model.vertical_filters, "at least 0")
         for name in ("negative_alpha", "l2", "bpr_max_reg"):
@@ -250,6 +254,16 @@ class ExperimentConfig:
 # Fields with a flag of their own in run_scripts/train.py; the others are set with --config.
 _FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget",
                 "recipe", "encoding")
+
+
+def loss_note(config: "ModelConfig") -> str | None:
+    """What a run's records say of a loss that is not its paper's (None: the paper's loss).
+
+    `--loss sampled_softmax` is a departure: results.json, the TensorBoard HParams and the reports
+    carry this note beside its numbers."""
+    if config.loss == "sampled_softmax":
+        return f"sampled softmax over {config.sampled_negatives} negatives (not the paper's loss)"
+    return None
 
 
 def _is_encoding(name: str) -> bool:

@@ -28,7 +28,7 @@ PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR")
                     "uniform": ("HR@10", "NDCG@10", "MRR"),
                     "full": ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")}
 COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
-            "date", "above_pop"]
+            "date", "above_pop", "sampled_softmax"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
 
@@ -48,7 +48,8 @@ def report_rows(records: list[dict]) -> list[dict]:
                 "model": record["model"], "value": record["value"], "steps": record["steps"],
                 "seconds": round(seconds, 1),
                 "samples_per_second": round(record["instances"] / seconds, 1) if seconds else None,
-                "commit": record.get("commit"), "date": record.get("date"), "above_pop": record.get("above_pop")}
+                "commit": record.get("commit"), "date": record.get("date"), "above_pop": record.get("above_pop"),
+                "sampled_softmax": _trains_sampled_softmax(record["settings"])}
         for protocol, metrics in PROTOCOL_METRICS.items():
             for metric in metrics:
                 base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
@@ -68,6 +69,13 @@ def report_rows(records: list[dict]) -> list[dict]:
 
 
 _ORDER_METRICS = ("HR@10", "Recall@10", "NDCG@10")
+
+
+def _trains_sampled_softmax(settings: list[str]) -> bool:
+    """Whether train.py settings ask for the sampled softmax (`--loss sampled_softmax`, or as
+    `--config model.loss=...` / `--extra`): a loss that is not the paper's, flagged in the report."""
+    text = " ".join(settings)
+    return "sampled_softmax" in text
 
 
 def tested_users(dataset: str) -> int | None:
@@ -459,6 +467,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                                          ("full", ("Recall@10", "NDCG@10", "MRR")))}
             speed = "" if row["samples_per_second"] is None else f"{row['samples_per_second']:.1f}"
             flag = " (not above POP)" if row["above_pop"] is False else ""
+            flag += " (sampled softmax: not the paper's loss)" if row["sampled_softmax"] else ""
             lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
                          f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
         if any(row["dataset"] == dataset and row["above_pop"] is False for row in rows):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.config import ModelConfig
@@ -163,3 +164,25 @@ def run_blocks(blocks: list, hidden, padding_mask, training=None):
         hidden, probs = block(hidden, padding_mask=padding_mask, training=training, return_attention_scores=True)
         attention_scores.append(probs)  # [batch, heads, seq_len, seq_len]
     return hidden, attention_scores
+
+
+def sampled_softmax_sampler(config: ModelConfig):
+    """The negatives' sampler of `--loss sampled_softmax` (`config.sampled_negatives` items a batch,
+    drawn by training popularity ** `config.negative_alpha`); None for any other loss."""
+    if config.loss != "sampled_softmax":
+        return None
+    from bert4rec_tf.layers.catalogue_sampler import CatalogueSampler
+
+    return CatalogueSampler(config.vocab_size, config.sampled_negatives, config.negative_alpha,
+                            name="catalogue_sampler")
+
+
+def fit_sampler(sampler, train_sequences: list) -> None:
+    """Gives `sampler` (None: nothing to do) every item's count in the training sequences."""
+    if sampler is None:
+        return
+    if not sampler.built:
+        sampler.build()
+    items = np.concatenate([np.asarray(sequence, dtype=np.int64).ravel() for sequence in train_sequences] or
+                           [np.zeros(0, np.int64)])
+    sampler.fit_counts(np.bincount(items, minlength=sampler.vocab_size)[:sampler.vocab_size])

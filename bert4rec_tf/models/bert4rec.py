@@ -7,9 +7,11 @@ from keras import ops
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
-from bert4rec_tf.models.base import SequentialRecommender, run_blocks, transformer_blocks
+from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, run_blocks, sampled_softmax_sampler,
+                                     transformer_blocks)
 from bert4rec_tf.models.history import last_items
-from bert4rec_tf.models.losses import masked_lm_loss, pooled_mean, tied_softmax_cross_entropy
+from bert4rec_tf.models.losses import (masked_lm_loss, pooled_mean, sampled_softmax_cross_entropy,
+                                       tied_softmax_cross_entropy)
 
 
 def real_slot_indices(masked_lm_weights, capacity: int | None = None):
@@ -104,6 +106,7 @@ class BERT4Rec(SequentialRecommender):
         )
         self.transformer_blocks = transformer_blocks(config, self.dtype_policy)
         self.head = MaskedItemHead(self.embedding, dtype="float32", name="masked_item_head")
+        self.sampler = sampled_softmax_sampler(config)
 
     def build(self, input_shape=None):
         """Creates every weight; the shapes come from the configuration, not `input_shape`."""
@@ -111,7 +114,13 @@ class BERT4Rec(SequentialRecommender):
         for block in self.transformer_blocks:
             block.build((None, self.model_config.max_len + self.EXTRA_TOKENS, self.model_config.hidden_size))
         self.head.build()
+        if self.sampler is not None:
+            self.sampler.build()
         self.built = True
+
+    def fit_statistics(self, train_sequences: list) -> None:
+        """The sampled softmax's sampler takes the items' training counts (nothing to take otherwise)."""
+        fit_sampler(self.sampler, train_sequences)
 
     def encode(self, features: dict, training=None, return_attention_scores: bool = False):
         """The Transformer's sequence output.
@@ -175,7 +184,9 @@ class BERT4Rec(SequentialRecommender):
 
     def training_loss(self, features: dict, labels=None):
         """The training step's loss, equal to `compute_loss(features, labels, self(features, training=True))`,
-        computed without forming the logits' gradient (`tied_softmax_cross_entropy`)."""
+        computed without forming the logits' gradient (`tied_softmax_cross_entropy`); with `--loss
+        sampled_softmax`, the sampled softmax over K negatives shared by the batch instead (not the
+        paper's loss; `compute_loss`, the validation loss, stays the exact cross-entropy)."""
         return pooled_mean(self._masked_slot_losses(features, labels, self.encode(features, training=True)))
 
     def _masked_slot_losses(self, features: dict, labels, sequence_output):
@@ -185,8 +196,12 @@ class BERT4Rec(SequentialRecommender):
         hidden = self.head.transform_hidden(ops.cast(self._states_at(sequence_output, flat_positions), "float32"))
         labels, weights = self._slot_targets(features, labels)
         vocab = self.model_config.vocab_size
-        losses = tied_softmax_cross_entropy(hidden, self.embedding.item_embeddings[:vocab],
-                                            self.head.output_bias[:vocab], ops.reshape(labels, (-1,)))
+        table, bias, labels = (self.embedding.item_embeddings[:vocab], self.head.output_bias[:vocab],
+                               ops.reshape(labels, (-1,)))
+        if self.sampler is None:
+            losses = tied_softmax_cross_entropy(hidden, table, bias, labels)
+        else:  # --loss sampled_softmax: K negatives for the whole batch
+            losses = sampled_softmax_cross_entropy(hidden, table, bias, labels, self.sampler(), self.sampler.log_q)
         return losses, ops.reshape(weights, (-1,))
 
     def _slot_targets(self, features: dict, labels=None):

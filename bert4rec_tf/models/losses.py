@@ -84,6 +84,44 @@ def tied_softmax_cross_entropy(hidden, table, bias, labels):
                  tf.convert_to_tensor(bias, tf.float32))
 
 
+def sampled_softmax_cross_entropy(hidden, table, bias, labels, negatives, log_q):
+    """-log of the label's share of a softmax over the label and `negatives`, per row: the sampled
+    softmax (Bengio & Senecal), an estimate of `tied_softmax_cross_entropy` that scores K items
+    instead of the whole catalogue. Not the papers' loss.
+
+    Every row shares the same K negatives (drawn once per batch by the caller). Each logit, the
+    label's and the negatives', has log q subtracted (the logQ correction: q the probability with
+    which the sampler draws an item; a constant shift under uniform sampling, which changes
+    nothing); a negative equal to the row's label (an accidental hit) is left out of that row.
+    Drawn with replacement, a negative drawn twice counts twice. With every class once as
+    negatives and q uniform it is the exact cross-entropy.
+
+    Args:
+        hidden: float32 [rows, d] the transformed states.
+        table: float32 [classes, d] the tied item table.
+        bias: float32 [classes] the output bias.
+        labels: int32 [rows] class ids.
+        negatives: int32 [K] class ids, shared by every row.
+        log_q: float32 [classes] log of each class's sampling probability (read at the labels and
+            the negatives only).
+
+    Returns:
+        float32 [rows].
+    """
+    hidden = tf.convert_to_tensor(hidden, tf.float32)
+    labels = tf.convert_to_tensor(labels, tf.int32)
+    negatives = tf.convert_to_tensor(negatives, tf.int32)
+    table, bias, log_q = (tf.cast(x, tf.float32) for x in (table, bias, log_q))
+    positive = (tf.reduce_sum(hidden * tf.gather(table, labels), axis=-1) + tf.gather(bias, labels)
+                - tf.gather(log_q, labels))  # [rows]
+    negative = (tf.matmul(hidden, tf.gather(table, negatives), transpose_b=True)
+                + tf.gather(bias - log_q, negatives))  # [rows, K]
+    hits = tf.equal(labels[:, tf.newaxis], negatives[tf.newaxis, :])  # [rows, K]
+    negative = tf.where(hits, tf.constant(-1e30, tf.float32), negative)
+    logits = tf.concat([positive[:, tf.newaxis], negative], axis=1)  # [rows, 1 + K]
+    return tf.reduce_logsumexp(logits, axis=-1) - positive
+
+
 def pooled_mean(*terms):
     """One weighted mean over several kinds of loss terms: sum(w * loss) / (sum(w) + LOSS_EPSILON).
 
@@ -168,12 +206,39 @@ def next_item_ce_loss(hidden, item_table, positive_ids):
     Returns:
         Scalar float32 loss.
     """
+    states, labels = _real_positions(hidden, positive_ids)
+    logits = ops.matmul(states, ops.transpose(ops.cast(item_table, "float32")))
+    return masked_lm_loss(labels, logits, ops.ones_like(labels, dtype="float32"))
+
+
+def _real_positions(hidden, positive_ids):
+    """The states float32 [num_real, d] and next items [num_real] of the positions with a next item,
+    packed, from hidden [batch, seq_len, d] and positive_ids [batch, seq_len] (0 at padding)."""
     flat_ids = ops.reshape(positive_ids, (-1,))  # [batch * seq_len]
     real = ops.nonzero(flat_ids)[0]  # [num_real]
     flat_hidden = ops.reshape(ops.cast(hidden, "float32"), (-1, ops.shape(hidden)[-1]))
-    logits = ops.matmul(ops.take(flat_hidden, real, axis=0), ops.transpose(ops.cast(item_table, "float32")))
-    labels = ops.take(flat_ids, real)
-    return masked_lm_loss(labels, logits, ops.ones_like(labels, dtype="float32"))
+    return ops.take(flat_hidden, real, axis=0), ops.take(flat_ids, real)
+
+
+def next_item_sampled_softmax_loss(hidden, item_table, positive_ids, negatives, log_q):
+    """`next_item_ce_loss` estimated by the sampled softmax (`sampled_softmax_cross_entropy`, no
+    output bias): the next item against K negatives shared by the batch, at every non-padding
+    position. Not the papers' loss.
+
+    Args:
+        hidden: [batch, seq_len, d] sequence output.
+        item_table: [vocab_size, d] the shared item embedding.
+        positive_ids: int [batch, seq_len] next items, 0 at padding.
+        negatives: int [K] item ids.
+        log_q: float [vocab_size] log of each id's sampling probability.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    states, labels = _real_positions(hidden, positive_ids)
+    losses = sampled_softmax_cross_entropy(states, item_table, tf.zeros(ops.shape(item_table)[:1]), labels,
+                                           negatives, log_q)
+    return pooled_mean((losses, ops.ones_like(labels, dtype="float32")))
 
 
 def matching_losses(user_vectors, item_table, positive_ids, negative_ids, scale: float):

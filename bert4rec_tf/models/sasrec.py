@@ -8,11 +8,12 @@ from keras import ops
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.layers import ItemEmbedding
-from bert4rec_tf.models.base import SequentialRecommender, run_blocks, transformer_blocks
+from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, run_blocks, sampled_softmax_sampler,
+                                     transformer_blocks)
 from bert4rec_tf.models.history import last_items
-from bert4rec_tf.models.losses import next_item_bce_loss, next_item_ce_loss
+from bert4rec_tf.models.losses import next_item_bce_loss, next_item_ce_loss, next_item_sampled_softmax_loss
 
-LOSSES = ("bce", "ce")
+LOSSES = ("bce", "ce", "sampled_softmax")
 
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
@@ -26,7 +27,8 @@ class SASRec(SequentialRecommender):
 
     Loss (`config.loss`): "bce", the paper's binary cross-entropy of the next item against one
     negative per position (drawn by the input pipeline from items the user never had), padding
-    ignored; or "ce", softmax cross-entropy over all items at every non-padding position.
+    ignored; "ce", softmax cross-entropy over all items at every non-padding position; or
+    "sampled_softmax", its estimate over K negatives shared by the batch (not the paper's loss).
 
     Features for training (a dict of tensors, from `NextItemTask.training_stream`):
         input_ids: int [batch, max_len] items, padded on the left with 0.
@@ -55,12 +57,15 @@ class SASRec(SequentialRecommender):
             name="embedding",
         )
         self.transformer_blocks = transformer_blocks(config, self.dtype_policy, causal=True, activation="relu")
+        self.sampler = sampled_softmax_sampler(config)
 
     def build(self, input_shape=None):
         """Creates every weight; the shapes come from the configuration."""
         self.embedding.build()
         for block in self.transformer_blocks:
             block.build((None, self.model_config.max_len, self.model_config.hidden_size))
+        if self.sampler is not None:
+            self.sampler.build()
         self.built = True
 
     def encode(self, features: dict, training=None, return_attention_scores: bool = False):
@@ -93,12 +98,26 @@ class SASRec(SequentialRecommender):
         return ops.sum(ops.cast(ops.not_equal(features["positive_ids"], 0), "float32"))
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The configured loss over the non-padding positions (see the class docstring)."""
+        """The configured loss over the non-padding positions (see the class docstring); "ce" for
+        "sampled_softmax" (the exact loss that the sampled one estimates: the validation loss)."""
         positives = ops.cast(x["positive_ids"], "int32")
         if self.model_config.loss == "bce":
             return next_item_bce_loss(y_pred, self.embedding.item_embeddings, positives,
                                       ops.cast(x["negative_ids"], "int32"))
         return next_item_ce_loss(y_pred, self.embedding.item_embeddings, positives)
+
+    def training_loss(self, features: dict, labels=None):
+        """`compute_loss` of the training forward pass; with `--loss sampled_softmax`, the sampled
+        softmax over K negatives shared by the batch (`next_item_sampled_softmax_loss`)."""
+        if self.sampler is None:
+            return super().training_loss(features, labels)
+        return next_item_sampled_softmax_loss(self(features, training=True), self.embedding.item_embeddings,
+                                              ops.cast(features["positive_ids"], "int32"), self.sampler(),
+                                              self.sampler.log_q)
+
+    def fit_statistics(self, train_sequences: list) -> None:
+        """The sampled softmax's sampler takes the items' training counts (nothing to take otherwise)."""
+        fit_sampler(self.sampler, train_sequences)
 
     def history_inputs(self, history) -> dict:
         """The latest max_len known items, padded on the left: `input_ids` int32 [batch, min(L, max_len)]."""

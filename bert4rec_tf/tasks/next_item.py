@@ -27,7 +27,7 @@ class NextItemTask(Task):
               "prop_sliding_window": 0.5},
         "ml-1m": {"max_len": 200, "hidden_dropout": 0.2, "attention_dropout": 0.2},
     }}
-    losses = ("bce", "ce")
+    losses = ("bce", "ce", "sampled_softmax")
     sequence_features = ("input_ids", "positive_ids", "negative_ids")
     padded_left = True
     attention_last_label = "newest item"

@@ -27,15 +27,17 @@ import shutil
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
 
-from bert4rec_tf.config import ExperimentConfig
+from bert4rec_tf.config import ExperimentConfig, loss_note
 
 RESULTS = "results"
 
 
 def hparam_values(config: ExperimentConfig) -> dict[str, bool | int | float | str]:
-    """The configuration flattened to {"section.field": value}, e.g. {"model.hidden_size": 64, ...}."""
-    return {f"{section}.{name}": value for section, fields in config.to_dict().items()
-            for name, value in fields.items()}
+    """The configuration flattened to {"section.field": value}, e.g. {"model.hidden_size": 64, ...},
+    and "loss_note": what `loss_note` says of a loss that is not the paper's ("" for the paper's)."""
+    values = {f"{section}.{name}": value for section, fields in config.to_dict().items()
+              for name, value in fields.items()}
+    return {**values, "loss_note": loss_note(config.model) or ""}
 
 
 def _write(directory: str, step: int, write) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf import register_keras_objects
-from bert4rec_tf.config import ExperimentConfig
+from bert4rec_tf.config import ExperimentConfig, loss_note
 from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.pipeline import evaluation_histories
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
@@ -213,8 +213,10 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
             export_saved_model(model, sequences.item_ids, temporary, user_ids=sequences.user_ids)
     except tf.errors.OpError as error:  # TensorFlow's file system reports a failed write so
         raise write_error(run.path("export"), error) from None
+    note = loss_note(config.model)
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
+                       **({"loss_note": note} if note else {}),
                        "config": config.to_dict(), "data": run.data_record(), **pop_check})
     return results
 

@@ -148,3 +148,46 @@ def test_the_fused_training_loss_equals_compute_loss_with_the_same_gradients(nam
     assert np.isclose(results[0][0], results[1][0], rtol=1e-6)
     for fused, plain in zip(results[0][1], results[1][1]):
         np.testing.assert_allclose(fused, plain, rtol=1e-4, atol=1e-6)
+
+
+def test_sampled_softmax_with_every_class_as_negative_is_the_exact_loss_and_gradients():
+    from bert4rec_tf.models.losses import sampled_softmax_cross_entropy, tied_softmax_cross_entropy
+
+    rng = np.random.default_rng(11)
+    hidden, table, bias = rng.normal(size=(6, 4)), rng.normal(size=(9, 4)) * 2, rng.normal(size=9)
+    labels = tf.constant([3, 3, 0, 8, 5, 3], tf.int32)
+    upstream = tf.constant(rng.random(6), tf.float32)
+    variables = [tf.constant(v, tf.float32) for v in (hidden, table, bias)]
+    results = []
+    # Every class once, in a shuffled order, q uniform (any constant log q: it shifts every logit alike).
+    for loss in (lambda h, t, b: tied_softmax_cross_entropy(h, t, b, labels),
+                 lambda h, t, b: sampled_softmax_cross_entropy(h, t, b, labels, rng.permutation(9),
+                                                               tf.fill([9], -np.log(9.0)))):
+        with tf.GradientTape() as tape:
+            tape.watch(variables)
+            losses = loss(*variables)
+            total = tf.reduce_sum(losses * upstream)
+        results.append([losses] + [tf.convert_to_tensor(g) for g in tape.gradient(total, variables)])
+    for exact, sampled in zip(*results):
+        np.testing.assert_allclose(sampled.numpy(), exact.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_sampled_softmax_by_hand():
+    """Two rows, d 1, K 3 negatives (1, 2, 2) with popularity log q: the correction, the accidental
+    hit and the repeated negative, computed by hand."""
+    from bert4rec_tf.models.losses import sampled_softmax_cross_entropy
+
+    table = np.array([[0.0], [1.0], [2.0], [3.0]])
+    bias = np.array([0.0, 0.5, 0.0, -0.5])
+    log_q = np.log([0.1, 0.2, 0.3, 0.4])
+    hidden = np.array([[1.0], [-1.0]])
+    labels, negatives = np.array([3, 2]), np.array([1, 2, 2])
+
+    def logit(row, item):
+        return hidden[row, 0] * table[item, 0] + bias[item] - log_q[item]
+
+    # Row 0, label 3: negatives 1, 2, 2 all count. Row 1, label 2: both 2s are hits, only 1 counts.
+    expected = [np.log(np.exp(logit(0, 3)) + np.exp(logit(0, 1)) + 2 * np.exp(logit(0, 2))) - logit(0, 3),
+                np.log(np.exp(logit(1, 2)) + np.exp(logit(1, 1))) - logit(1, 2)]
+    got = sampled_softmax_cross_entropy(hidden, table, bias, labels, negatives, log_q)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)

@@ -189,3 +189,15 @@ def test_a_report_lists_its_commands_without_local_paths_or_clock_times(tmp_path
     provenance = report[report.index("## Where each run comes from"):]
     assert provenance.count("bert4rec-reproduce table2") == 1  # the same command once
     assert "/home/" not in report and "13:32" not in report and "--deadline" not in provenance.split("```bash")[1]
+
+
+def test_a_run_of_the_sampled_softmax_is_flagged_as_not_the_papers_loss(tmp_path):
+    records = [fake_record("beauty", "bert4rec", {"pop": {"HR@10": 0.29}}),
+               {**fake_record("beauty", "sasrec-ce", {"pop": {"HR@10": 0.27}}),
+                "settings": ["--seed", "1", "--loss", "sampled_softmax"]}]
+    rows = report_rows(records)
+    assert {row["setting"]: row["sampled_softmax"] for row in rows} == {"bert4rec": False, "sasrec-ce": True}
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["beauty"]), records, [])
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert "| sasrec-ce (sampled softmax: not the paper's loss) |" in report
+    assert "| bert4rec (sampled" not in report

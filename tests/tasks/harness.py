@@ -114,6 +114,10 @@ def run_task_test(case: tuple[str, str, list[str]], source: tuple[str, str], pop
     recall = results["full"]["Recall@10"]
     with open(f"{root}/whole/checkpoints/state.json", encoding="utf-8") as handle:
         curve = json.load(handle)["curve"]
+    with open(f"{root}/whole/results.json", encoding="utf-8") as handle:
+        note = json.load(handle).get("loss_note")
+    # A loss that is not the paper's says so beside the results.
+    assert (note is not None and "not the paper's loss" in note) == ("loss=sampled_softmax" in overrides), name
     # Validation ranks every item too unless the Task says it costs too much; the test always does.
     assert all(("full/NDCG@10" in point) == task.full_ranking_validation for point in curve) and (
         curve or not task.trains), name

@@ -35,7 +35,10 @@ def test_hparams_are_the_flattened_configuration():
     values = hparam_values(config)
     assert values["model.name"] == "sasrec" and values["data.max_len"] == 200
     assert values["train.learning_rate"] == 1e-3 and values["data.static_instances"] is False
-    assert len(values) == sum(len(section) for section in config.to_dict().values())
+    assert len(values) == sum(len(section) for section in config.to_dict().values()) + 1
+    assert values["loss_note"] == ""  # the paper's loss
+    config.model.loss, config.model.sampled_negatives = "sampled_softmax", 512
+    assert hparam_values(config)["loss_note"] == "sampled softmax over 512 negatives (not the paper's loss)"
 
 
 def test_a_resumed_run_starts_its_hparams_session_anew(tmp_path):
