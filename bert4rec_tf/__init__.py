@@ -29,5 +29,13 @@ def register_keras_objects() -> None:
         >>> bert4rec_tf.register_keras_objects()
         >>> model = keras.saving.load_model("runs/ml-1m/model.keras", safe_mode=True)
     """
-    from bert4rec_tf import models  # noqa: F401  (the layers and models)
+    import importlib
+    import pkgutil
+
+    from bert4rec_tf import layers, models
     from bert4rec_tf.training import optimization  # noqa: F401  (the optimizer and its schedule)
+
+    # Every module of the layers and the models, those of the families imported only by their Task too.
+    for package in (layers, models):
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{module.name}")
