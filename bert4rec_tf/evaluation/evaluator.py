@@ -57,40 +57,45 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     # Without full ranking, a model that can score chosen items (`score_items`) scores only each
     # user's target and candidates: for a model whose every (user, item) score is costly (NCF).
     sampled_only = "full" not in protocols and hasattr(model, "score_items")
+    options = (lambda users: {"users": users}) if reads_users else (lambda users: {})
 
-    def score_next(history, users, items):
-        options = {"users": users} if reads_users else {}
-        if sampled_only:
-            return model.score_items(history, items, training=False, **options)
-        return model.score_next(history, training=False, **options)
+    def score_all(history, users):
+        return model.score_next(history, training=False, **options(users))
+
+    def score_chosen(history, users, items):
+        return model.score_items(history, items, training=False, **options(users))
 
     if isinstance(model, keras.Model):
         # One traced graph for every batch (the last, smaller batch reuses it): eager execution
         # would dispatch every operation from Python.
-        score_next = tf.function(score_next, reduce_retracing=True)
+        score_all = tf.function(score_all, reduce_retracing=True)
+        score_chosen = tf.function(score_chosen, reduce_retracing=True)
     lengths = np.count_nonzero(histories, axis=1)  # [U]
     order = np.argsort(lengths, kind="stable") if trim else np.arange(sequences.num_users)
     ranks = {p: np.zeros(sequences.num_users, dtype=np.int64) for p in protocols}
+    sampled = [protocol for protocol in protocols if protocol != "full"]
     for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
         users = order[begin:begin + batch_size]
         width = padded_width(int(lengths[users].max()), max_len) if trim else max_len
-        negatives = {protocol: _candidates(candidates, protocol, stage)[users].astype(np.int64)
-                     for protocol in protocols if protocol != "full"}  # [b, C] each
-        # The items scored: every item, or (sampled_only) the target then each protocol's candidates.
-        items = np.concatenate([targets[users, None]] + list(negatives.values()), axis=1) if sampled_only else None
-        columns = ({protocol: 1 + index * negatives[protocol].shape[1] + np.arange(negatives[protocol].shape[1])
-                    for index, protocol in enumerate(negatives)}
-                   if sampled_only else negatives)  # where each candidate's score is
-        scores = ops.convert_to_numpy(score_next(histories[users, :width], users + 1,  # model user ids
-                                                 items if sampled_only else targets[users, None]))  # [b, scored]
-        target_scores = scores[:, 0] if sampled_only else scores[np.arange(len(users)), targets[users]]
+        history = histories[users, :width]
+        # Each user's target, then each sampled protocol's candidates, and where those are.
+        negatives = [_candidates(candidates, protocol, stage)[users].astype(np.int64) for protocol in sampled]
+        items = np.concatenate([targets[users, None].astype(np.int64)] + negatives, axis=1)  # [b, 1 + sum C]
+        bounds = np.cumsum([1] + [n.shape[1] for n in negatives])
+        if sampled_only:
+            scores = None
+            chosen = ops.convert_to_numpy(score_chosen(history, users + 1, items))  # model user ids
+        else:
+            scores = ops.convert_to_numpy(score_all(history, users + 1))  # [b, vocab]
+            chosen = np.take_along_axis(scores, items, axis=1)  # [b, 1 + sum C]
+        target_scores = chosen[:, 0]
         for protocol in protocols:
             if protocol == "full":
                 valid = _competing_items(sequences, stage, users, scores.shape[1])
                 ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, scores, valid))
             else:
-                others = (scores[:, columns[protocol]] if sampled_only
-                          else np.take_along_axis(scores, columns[protocol], axis=1))  # [b, C]
+                index = sampled.index(protocol)
+                others = chosen[:, bounds[index]:bounds[index + 1]]  # [b, C]
                 ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, others))
     return {protocol: metrics_from_ranks(ranks[protocol], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}
