@@ -61,7 +61,8 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
                 points = [p for p in record.get("curve", []) if p.get(key) is not None and p.get(metric) is not None]
                 if points:
                     lines.append((record["setting"], [position(p) for p in points], [p[metric] for p in points]))
-                else:
+                elif not record.get("curve"):  # trained nothing (POP): its test value as a line
+                    # (a trained run without this metric in its curve, e.g. NCF's full ranking, is left out)
                     protocol, name = metric.split("/", 1)
                     value = record.get("test", {}).get(protocol, {}).get(name)
                     if value is not None:
@@ -89,8 +90,15 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
             axis.set_xlabel("training and validation time (minutes)" if x == "minutes" else "training steps")
             axis.set_ylabel(f"validation {metric_label(metric)}")
             axis.grid(alpha=0.3)
-            if len(lines) + len(flat) <= 6 or column == len(mine) - 1:  # a long legend once, at the right
+            if len(lines) + len(flat) <= 6:
                 _legend(axis, len(lines) + len(flat))
+            elif column == len(mine) - 1:  # a long legend once, at the right, of every run of the row
+                found = {}
+                for other in axes[row][:len(mine)]:
+                    for handle, label in zip(*other.get_legend_handles_labels()):
+                        found.setdefault(label, handle)
+                axis.legend(list(found.values()), list(found), fontsize=8, loc="upper left",
+                            bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     figure.tight_layout()
     return _save(figure, path)
 
