@@ -57,6 +57,12 @@ class NegativeSampler:
         return rank + 1 + tf.searchsorted(below, rank, side="right", out_type=tf.int64)
 
 
+def item_counts(train: list[np.ndarray], size: int) -> np.ndarray:
+    """int64 [size]: how often each id 0..size - 1 occurs in `train` (per user, the training items)."""
+    items = np.concatenate([np.asarray(row, dtype=np.int64).ravel() for row in train] or [np.zeros(0, np.int64)])
+    return np.bincount(items, minlength=size)[:size]
+
+
 def popularity_sampler(train: list[np.ndarray], num_items: int, alpha: float) -> Callable[..., tf.Tensor]:
     """`draw(count, seed)`: int32 [count] items 1..num_items, independent, item i with probability
     proportional to (its occurrences in `train`) ** alpha (alpha 0: uniform over every item; alpha > 0:
@@ -67,8 +73,7 @@ def popularity_sampler(train: list[np.ndarray], num_items: int, alpha: float) ->
         num_items: real items are 1..num_items.
         alpha: the popularity exponent (GRU4Rec's `sample_alpha`).
     """
-    items = np.concatenate([np.asarray(row, dtype=np.int64) for row in train] or [np.zeros(0, np.int64)])
-    counts = np.bincount(items, minlength=num_items + 1)[1:num_items + 1].astype(np.float64)
+    counts = item_counts(train, num_items + 1)[1:].astype(np.float64)
     cumulative = tf.constant(np.cumsum(np.power(counts, alpha)))  # [num_items], 0 ** 0 = 1
 
     def draw(count: int, seed) -> tf.Tensor:

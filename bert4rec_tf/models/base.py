@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.config import ModelConfig
@@ -183,6 +182,6 @@ def fit_sampler(sampler, train_sequences: list) -> None:
         return
     if not sampler.built:
         sampler.build()
-    items = np.concatenate([np.asarray(sequence, dtype=np.int64).ravel() for sequence in train_sequences] or
-                           [np.zeros(0, np.int64)])
-    sampler.fit_counts(np.bincount(items, minlength=sampler.vocab_size)[:sampler.vocab_size])
+    from bert4rec_tf.data.negatives import item_counts
+
+    sampler.fit_counts(item_counts(train_sequences, sampler.vocab_size))

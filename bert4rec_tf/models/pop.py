@@ -31,8 +31,9 @@ class POP(SequentialRecommender):
         """Sets the counts: interactions per item id over `train_sequences` (arrays of item ids)."""
         if not self.built:
             self.build()
-        items = np.concatenate([np.asarray(s, dtype=np.int64) for s in train_sequences] or [np.zeros(0, np.int64)])
-        self.counts.assign(np.bincount(items, minlength=self.model_config.vocab_size).astype(np.float32))
+        from bert4rec_tf.data.negatives import item_counts
+
+        self.counts.assign(item_counts(train_sequences, self.model_config.vocab_size).astype(np.float32))
 
     def history_inputs(self, history) -> dict:
         """POP reads no history: only the batch size matters."""
