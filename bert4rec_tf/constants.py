@@ -23,6 +23,9 @@ WARMUP_STEPS = 100
 # Evaluation: the original seeded numpy with this before sampling negatives.
 EVAL_SEED = 12345
 NUM_EVAL_NEGATIVES = 100
+# The most scores (users x vocabulary, float32: 64 MB) that evaluation and serving hold for one
+# batch; a batch of more users is scored in parts, so memory stays bounded at any catalogue size.
+MAX_BATCH_SCORES = 2 ** 24
 # How the three evaluation protocols are named to a reader (100 negatives sampled by popularity or
 # uniformly, or every item ranked).
 PROTOCOL_LABELS = {"pop": "pop-100", "uniform": "uniform-100", "full": "full ranking"}

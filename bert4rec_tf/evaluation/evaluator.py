@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras import ops
 from tqdm.auto import tqdm
 
-from bert4rec_tf.constants import PAD_ID, mask_id
+from bert4rec_tf.constants import MAX_BATCH_SCORES, PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data.pipeline import evaluation_histories, padded_width
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
@@ -19,7 +19,8 @@ PROTOCOLS = ("pop", "uniform", "full")
 
 def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
              candidates: dict[str, np.ndarray] | None = None, protocols: tuple[str, ...] = PROTOCOLS,
-             batch_size: int = 256, progress: bool = False, trim: bool = True) -> dict[str, dict[str, float]]:
+             batch_size: int = 256, progress: bool = False, trim: bool = True,
+             max_batch_scores: int = MAX_BATCH_SCORES) -> dict[str, dict[str, float]]:
     """Metrics of `model` on every user for `stage` ("valid" or "test").
 
     Users are scored in batches of similar history length, each batch trimmed to its longest
@@ -39,10 +40,15 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             prepared data) for the sampled protocols.
         protocols: any of "pop" (the paper's pop-100), "uniform" and "full" (all items, the
             user's history excluded).
-        batch_size: users per forward pass.
+        batch_size: users per forward pass, at most `max_batch_scores // vocab_size` when the model
+            scores the whole vocabulary (at least one).
         progress: show a progress bar.
         trim: batch users by history length and trim each batch's padding; False: users in order,
             every batch max_len wide.
+        max_batch_scores: the most scores (users x vocabulary) of one batch: a batch of
+            `batch_size` users shrinks below it on a large catalogue (16 users at a million items),
+            so that its scores, its mask of competing items and their comparisons with the target
+            (about 14 bytes per score) stay bounded whatever the catalogue.
 
     Returns:
         {protocol: {metric: value}}: HR@1/5/10, NDCG@5/10, MRR for the sampled protocols;
@@ -70,6 +76,8 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
         # would dispatch every operation from Python.
         score_all = tf.function(score_all, reduce_retracing=True)
         score_chosen = tf.function(score_chosen, reduce_retracing=True)
+    if not sampled_only:
+        batch_size = max(1, min(batch_size, max_batch_scores // vocab_size(sequences.num_items)))
     lengths = np.count_nonzero(histories, axis=1)  # [U]
     order = np.argsort(lengths, kind="stable") if trim else np.arange(sequences.num_users)
     ranks = {p: np.zeros(sequences.num_users, dtype=np.int64) for p in protocols}

@@ -26,7 +26,9 @@ only, of any user.
 
 Both signatures reject, with an InvalidArgumentError naming the input, a `history` or `candidates` that
 is not a matrix and candidates whose batch differs from the history's. Excluding the history costs
-O(batch * (L + num_items)) memory: its ids are scattered into one [batch, num_items] count.
+O(batch * (L + num_items)) memory: its ids are scattered into one [batch, num_items] count. A batch
+is served in parts of at most `MAX_BATCH_SCORES // vocab_size` rows (`in_parts`), so one call's
+memory stays bounded whatever the batch.
 
 `vocab.txt` beside the SavedModel has one line per item, ``raw id<TAB>model id``, the raw id escaped
 as in `bert4rec_tf.data.id_files` (backslash, tab, line feed and carriage return), so any Unicode id
@@ -41,7 +43,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert4rec_tf.constants import PAD_ID, mask_id
+from bert4rec_tf.constants import MAX_BATCH_SCORES, PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data.id_files import escape_id, read_ids, unescape_id, write_ids
 
 TOP_K = 10
@@ -89,6 +91,38 @@ def _matrix(tensor: tf.Tensor, name: str, columns: str) -> tf.Tensor:
     return _checked(tensor, tf.equal(rank, 2), f"{name} must be a string matrix [batch, {columns}]")
 
 
+def in_parts(function, inputs, user, outputs: dict, rows_per_part: int) -> dict:
+    """`function(inputs, user)` computed on `rows_per_part` rows at a time, the parts concatenated:
+    the serving signatures' memory stays bounded whatever the batch (a batch of 16 rows at a million
+    items) while a small batch is one part.
+
+    Args:
+        function: maps a part of `inputs` (and of `user`, when not None) to a dict of tensors whose
+            first dimension is the part's rows.
+        inputs: a tensor [batch, ...] or a tuple of them (same batch).
+        user: string [batch] or None.
+        outputs: {name: (dtype, shape after the batch dimension)} of `function`'s results.
+        rows_per_part: rows per call.
+
+    Returns:
+        {name: [batch, ...]}.
+    """
+    step = tf.constant(rows_per_part, tf.int32)
+    rows = tf.shape(tf.nest.flatten(inputs)[0])[0]
+    arrays = {name: tf.TensorArray(dtype, size=0, dynamic_size=True, infer_shape=False,
+                                   element_shape=tf.TensorShape([None] + list(tail)))
+              for name, (dtype, tail) in outputs.items()}
+
+    def body(index, arrays):
+        part = lambda tensor: tensor[index * step:(index + 1) * step]  # noqa: E731
+        arguments = (tf.nest.map_structure(part, inputs),) + (() if user is None else (part(user),))
+        results = function(*arguments)
+        return index + 1, {name: array.write(index, results[name]) for name, array in arrays.items()}
+
+    _, arrays = tf.while_loop(lambda index, _: index * step < rows, body, [tf.constant(0), arrays])
+    return {name: array.concat() for name, array in arrays.items()}
+
+
 def _user_lookup(user_ids: np.ndarray):
     """A function from raw user ids string [batch] to model user ids int64 [batch] (user_ids[u - 1] is
     u), failing with an InvalidArgumentError that names the ids not among `user_ids`."""
@@ -109,7 +143,7 @@ def _user_lookup(user_ids: np.ndarray):
 
 
 def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str,
-                       user_ids: np.ndarray | None = None) -> str:
+                       user_ids: np.ndarray | None = None, max_batch_scores: int = MAX_BATCH_SCORES) -> str:
     """Writes the serving SavedModel and its vocabulary file into `directory`.
 
     Args:
@@ -138,13 +172,19 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str,
     names = tf.constant(raw)  # [num_items], indexed by model id - 1
     token = mask_id(num_items)
     k = min(TOP_K, num_items)
+    rows_per_part = max(1, max_batch_scores // vocab_size(num_items))
+
+    def _same_rows(user, history):
+        """`user` string [batch] (None: no user), checked to have one id per `history` row."""
+        if user is None:
+            return None
+        return _checked(user, tf.shape(user)[0] == tf.shape(history)[0], "user must have one id per history row")
 
     def user_arguments(history, user):
         """The keyword arguments of the model's scoring for `user` string [batch] (None: no user)."""
         if user is None:
             return {}
-        user = _checked(user, tf.shape(user)[0] == tf.shape(history)[0], "user must have one id per history row")
-        return {"users": lookup_user(user)}
+        return {"users": lookup_user(_same_rows(user, history))}
 
     def scores_for(history, user=None):
         ids = table.lookup(history)  # [batch, L]
@@ -158,25 +198,38 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str,
         return {"embedding": tf.cast(vector, tf.float32)}  # [batch, d]
 
     def serve(history, user=None):
-        ids, scores = scores_for(_matrix(history, "history", "length"), user)
-        unseen = unseen_items(ids, num_items)  # [batch, num_items]
-        top = tf.math.top_k(tf.where(unseen, scores[:, 1:token], -np.inf), k=k)  # [batch, k]
-        count = tf.minimum(tf.reduce_sum(tf.cast(unseen, tf.int32), axis=1), k)  # [batch]
-        real = tf.range(k)[None, :] < count[:, None]  # [batch, k]
-        padding = [[0, 0], [0, TOP_K - k]]
-        return {"item_ids": tf.pad(tf.where(real, tf.gather(names, top.indices), ""), padding),  # [batch, 10]
-                "scores": tf.pad(tf.where(real, top.values, -np.inf), padding, constant_values=-np.inf),
-                "num_items": count}
+        history = _matrix(history, "history", "length")
+        user = _same_rows(user, history)
+
+        def serve_rows(history, user=None):
+            ids, scores = scores_for(history, user)
+            unseen = unseen_items(ids, num_items)  # [rows, num_items]
+            top = tf.math.top_k(tf.where(unseen, scores[:, 1:token], -np.inf), k=k)  # [rows, k]
+            count = tf.minimum(tf.reduce_sum(tf.cast(unseen, tf.int32), axis=1), k)  # [rows]
+            real = tf.range(k)[None, :] < count[:, None]  # [rows, k]
+            padding = [[0, 0], [0, TOP_K - k]]
+            return {"item_ids": tf.pad(tf.where(real, tf.gather(names, top.indices), ""), padding),  # [rows, 10]
+                    "scores": tf.pad(tf.where(real, top.values, -np.inf), padding, constant_values=-np.inf),
+                    "num_items": count}
+
+        return in_parts(serve_rows, history, user, {"item_ids": (tf.string, [TOP_K]), "scores": (tf.float32, [TOP_K]),
+                                                    "num_items": (tf.int32, [])}, rows_per_part)
 
     def score_candidates(history, candidates, user=None):
         history = _matrix(history, "history", "length")
         candidates = _matrix(candidates, "candidates", "num_candidates")
         candidates = _checked(candidates, tf.shape(candidates)[0] == tf.shape(history)[0],
                               "candidates must have one row per history row")
-        _, scores = scores_for(history, user)
-        candidate_ids = table.lookup(candidates)  # [batch, C]
-        picked = tf.gather(scores, candidate_ids, batch_dims=1)
-        return {"scores": tf.where(candidate_ids > 0, picked, -np.inf)}
+        user = _same_rows(user, history)
+
+        def score_rows(rows, user=None):
+            history, candidates = rows
+            _, scores = scores_for(history, user)
+            candidate_ids = table.lookup(candidates)  # [rows, C]
+            picked = tf.gather(scores, candidate_ids, batch_dims=1)
+            return {"scores": tf.where(candidate_ids > 0, picked, -np.inf)}
+
+        return in_parts(score_rows, (history, candidates), user, {"scores": (tf.float32, [None])}, rows_per_part)
 
     archive = keras.export.ExportArchive()
     archive.track(model)

@@ -144,3 +144,34 @@ def test_without_full_ranking_a_model_scores_only_targets_and_candidates():
     assert evaluate(wrong, sequences, "test", 4, candidates, protocols=("pop", "uniform")) != expected
     asked = len(wrong.asked)
     assert evaluate(wrong, sequences, "test", 4, candidates)["pop"] == expected["pop"] and len(wrong.asked) == asked
+
+
+class RecordedBatches(ScoresByUser):
+    """`ScoresByUser` that records the rows of every batch it scores."""
+
+    def __init__(self):
+        self.rows = []
+
+    def score_next(self, history, training=False):
+        self.rows.append(len(history))
+        return super().score_next(history, training)
+
+
+def test_a_bounded_score_budget_shrinks_the_batches_and_keeps_the_metrics():
+    from bert4rec_tf.data.candidates import sample_negatives
+    from bert4rec_tf.evaluation.evaluator import evaluate
+    from tests.data.test_pipeline import sequences_of
+
+    rng = np.random.default_rng(3)
+    lists = [rng.choice(np.arange(1, 11), size=n, replace=False).tolist() for n in (3, 8, 4, 6, 5) * 4]
+    sequences = sequences_of(lists, 10)  # vocabulary of 12: padding, 10 items, [MASK]
+    candidates = {f"{p}_test": sample_negatives(sequences, p, "test", 1, 3) for p in ("pop", "uniform")}
+    wide, narrow = RecordedBatches(), RecordedBatches()
+    results = [evaluate(model, sequences, "test", 8, candidates, batch_size=8, max_batch_scores=budget)
+               for model, budget in ((wide, 10 ** 6), (narrow, 12 * 3 + 11))]
+    assert results[0] == results[1]
+    assert max(wide.rows) == 8 and max(narrow.rows) == 3  # 47 scores: 3 users of 12
+    assert sum(narrow.rows) == len(lists)
+    small = RecordedBatches()
+    evaluate(small, sequences, "test", 8, candidates, batch_size=8, max_batch_scores=5)  # fewer than one user's
+    assert set(small.rows) == {1}

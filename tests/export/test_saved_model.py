@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert4rec_tf.export.saved_model import read_vocabulary, unseen_items
+from bert4rec_tf.export.saved_model import export_saved_model, read_vocabulary, unseen_items
 from tests.export.conftest import ITEMS, UNICODE_ITEMS, WITHOUT_PACKAGE, export_tiny
 
 
@@ -126,3 +126,37 @@ def test_beauty_sized_catalogue_serves_256_histories_of_200_in_bounded_memory(tm
     assert out["num_items"].numpy().tolist() == [10] * 256
     for row in range(0, 256, 51):
         assert not {x.decode() for x in out["item_ids"].numpy()[row]} & set(history[row])
+
+
+@pytest.mark.parametrize("name", ["bert4rec", "bpr_mf"])
+def test_a_batch_served_in_parts_of_rows_answers_as_in_one_part(tmp_path, name):
+    from bert4rec_tf.config import ModelConfig
+    from bert4rec_tf.constants import vocab_size
+    from bert4rec_tf.tasks import TASKS
+
+    items = [f"i{k}" for k in range(1, 31)]  # vocabulary of 32
+    users = [f"u{k}" for k in range(1, 8)]
+    config = ModelConfig(name=name, vocab_size=vocab_size(len(items)), max_len=6, hidden_size=8, num_heads=2,
+                         intermediate_size=16, num_layers=1, loss=TASKS[name].losses[0], num_users=len(users))
+    model = TASKS[name].build_model(config)
+    model.fit_statistics([np.arange(1, 31) % 9 + 1])
+    rng = np.random.default_rng(4)
+    history = tf.constant(rng.choice(items + [""], (7, 5)))
+    candidates = tf.constant(rng.choice(items, (7, 3)))
+    by_user = {"user": tf.constant(users)} if getattr(model, "reads_users", False) else {}
+    answers = []
+    for budget, folder in ((10 ** 6, "whole"), (2 * 32 + 31, "parts")):  # parts of 2 rows: 2, 2, 2, 1
+        export_saved_model(model, np.array(items), str(tmp_path / folder), np.array(users), max_batch_scores=budget)
+        signatures = tf.saved_model.load(str(tmp_path / folder)).signatures
+        served = signatures["serving_default"](history=history, **by_user)
+        scored = signatures["score_candidates"](history=history, candidates=candidates, **by_user)
+        empty = signatures["serving_default"](history=tf.zeros([0, 5], tf.string),
+                                              **{key: value[:0] for key, value in by_user.items()})
+        assert empty["item_ids"].shape == (0, 10) and empty["num_items"].shape == (0,)
+        answers.append({key: value.numpy() for key, value in (served | {"candidate_scores": scored["scores"]}).items()})
+    assert answers[0]["item_ids"].shape == (7, 10) and answers[0]["candidate_scores"].shape == (7, 3)
+    for key, value in answers[0].items():
+        if value.dtype.kind == "f":  # a matrix product of fewer rows may round differently
+            np.testing.assert_allclose(value, answers[1][key], rtol=1e-6, atol=1e-7, err_msg=key)
+        else:
+            np.testing.assert_array_equal(value, answers[1][key], err_msg=key)
