@@ -66,12 +66,15 @@ class Run:
         """The serving SavedModel's folder (with vocab.txt); `tf.saved_model.load` reads it without bert4rec_tf."""
         return os.path.join(self.model_dir, "export")
 
-    def evaluate(self, stage: str = "test", batch_size: int = 256) -> dict[str, dict[str, float]]:
+    def evaluate(self, stage: str = "test", batch_size: int = 256,
+                 eval_users: int | None = None) -> dict[str, dict[str, float]]:
         """Evaluates the run's model.keras again, as `bert4rec-evaluate` does, and writes evaluation.json.
 
         Args:
             stage: "test" (each user's last item) or "valid" (the one before it).
             batch_size: users per forward pass.
+            eval_users: a fixed sample of this many users (0: every user; None: the run's own
+                `train.eval_users`).
 
         Returns:
             {protocol: {metric: value}}, as `metrics`.
@@ -80,7 +83,7 @@ class Run:
             raise ValueError(f"stage must be 'valid' or 'test', got {stage!r}")
         from bert4rec_tf.training.trainer import evaluate_run
 
-        return evaluate_run(self.model_dir, stage, batch_size)
+        return evaluate_run(self.model_dir, stage, batch_size, eval_users)[0]
 
     def recommend(self, histories: Sequence[Sequence[str]], k: int = 10,
                   users: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:

@@ -139,6 +139,10 @@ class TrainConfig:
     default) trims each batch to its longest sequence, the batches as in the stream; N > 1 also sorts
     the instances of N consecutive batches by length before cutting them into batches (narrower
     batches, but it learned less per step on Beauty); 0 keeps full-width batches, as the original code.
+
+    `eval_users` (0: every user) validates and tests on a fixed sample of that many users instead of
+    all (`bert4rec_tf.evaluation.evaluator.evaluation_users`), for data sets whose full evaluation
+    would take longer than the training; results.json says how many were evaluated.
     """
 
     batch_size: int = 256
@@ -150,6 +154,7 @@ class TrainConfig:
     dynamic_masking: bool = False
     time_budget: float = 0.0
     length_groups: int = 1
+    eval_users: int = 0
     recipe: str = "paper"
 
 
@@ -231,6 +236,7 @@ class ExperimentConfig:
         _require(math.isfinite(train.time_budget) and train.time_budget >= 0, "time_budget", train.time_budget,
                  "a finite number of seconds >= 0")
         _require(train.length_groups >= 0, "length_groups", train.length_groups, "at least 0")
+        _require(train.eval_users >= 0, "eval_users", train.eval_users, "at least 0 (0: every user)")
         _require(train.recipe in RECIPES, "recipe", train.recipe, f"one of {', '.join(RECIPES)}")
 
     def override(self, key: str, value: Any) -> None:

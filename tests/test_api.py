@@ -121,3 +121,21 @@ def test_recommend_ignores_unknown_ids_with_a_warning_and_refuses_bad_histories(
         toy_run.recommend(["sku-104", "sku-221"])
     with pytest.raises(ValueError, match="k must be between 1 and 10"):
         toy_run.recommend([["sku-104"]], k=11)
+
+
+@pytest.mark.slow
+def test_a_run_on_a_sample_of_users_says_so_and_evaluates_every_user_on_request(tmp_path):
+    import json
+
+    run = api.train("custom", str(tmp_path / "run"), source_file=EXAMPLE, data_dir=str(tmp_path / "data"),
+                    overrides={**TOY, "train_steps": 10, "eval_users": 3}, eval_every=10, verbose=0)
+    with open(os.path.join(run.model_dir, "results.json")) as handle:
+        results = json.load(handle)
+    assert results["evaluated_users"] == 3 and results["users"] > 3
+    everyone = run.evaluate("test", eval_users=0)
+    with open(os.path.join(run.model_dir, "evaluation.json")) as handle:
+        assert "evaluated_users" not in json.load(handle)
+    assert set(everyone) == set(run.metrics)
+    again = run.evaluate("test")  # the run's own sample again
+    for protocol, values in run.metrics.items():
+        assert again[protocol] == pytest.approx(values), protocol

@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras import ops
 from tqdm.auto import tqdm
 
-from bert4rec_tf.constants import MAX_BATCH_SCORES, PAD_ID, mask_id, vocab_size
+from bert4rec_tf.constants import EVAL_SEED, MAX_BATCH_SCORES, PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data.pipeline import evaluation_histories, padded_width
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
@@ -17,10 +17,19 @@ from bert4rec_tf.evaluation.metrics import FULL_METRICS, SAMPLED_METRICS, metric
 PROTOCOLS = ("pop", "uniform", "full")
 
 
+def evaluation_users(num_users: int, count: int) -> np.ndarray | None:
+    """The users (0-based, sorted) that `--config train.eval_users=count` evaluates: None (every
+    user) when `count` is 0 or covers them all, else `count` of them drawn without replacement with
+    the evaluation seed, the same for validation and test and for every run on the data."""
+    if count <= 0 or count >= num_users:
+        return None
+    return np.sort(np.random.default_rng(EVAL_SEED).choice(num_users, size=count, replace=False))
+
+
 def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
              candidates: dict[str, np.ndarray] | None = None, protocols: tuple[str, ...] = PROTOCOLS,
              batch_size: int = 256, progress: bool = False, trim: bool = True,
-             max_batch_scores: int = MAX_BATCH_SCORES) -> dict[str, dict[str, float]]:
+             max_batch_scores: int = MAX_BATCH_SCORES, users: np.ndarray | None = None) -> dict[str, dict[str, float]]:
     """Metrics of `model` on every user for `stage` ("valid" or "test").
 
     Users are scored in batches of similar history length, each batch trimmed to its longest
@@ -49,10 +58,12 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             `batch_size` users shrinks below it on a large catalogue (16 users at a million items),
             so that its scores, its mask of competing items and their comparisons with the target
             (about 14 bytes per score) stay bounded whatever the catalogue.
+        users: the users (0-based indices of `sequences`) to evaluate (`evaluation_users`); None:
+            every user.
 
     Returns:
         {protocol: {metric: value}}: HR@1/5/10, NDCG@5/10, MRR for the sampled protocols;
-        Recall@10/20, NDCG@10/20, MRR for full ranking.
+        Recall@10/20, NDCG@10/20, MRR for full ranking; averages over `users`.
     """
     unknown = set(protocols) - set(PROTOCOLS)
     if unknown:
@@ -63,7 +74,9 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     # Without full ranking, a model that can score chosen items (`score_items`) scores only each
     # user's target and candidates: for a model whose every (user, item) score is costly (NCF).
     sampled_only = "full" not in protocols and hasattr(model, "score_items")
-    options = (lambda users: {"users": users}) if reads_users else (lambda users: {})
+
+    def options(users):  # (two lambdas on one line would stop AutoGraph from reading either)
+        return {"users": users} if reads_users else {}
 
     def score_all(history, users):
         return model.score_next(history, training=False, **options(users))
@@ -78,11 +91,12 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
         score_chosen = tf.function(score_chosen, reduce_retracing=True)
     if not sampled_only:
         batch_size = max(1, min(batch_size, max_batch_scores // vocab_size(sequences.num_items)))
+    evaluated = np.arange(sequences.num_users) if users is None else np.asarray(users, dtype=np.int64)
     lengths = np.count_nonzero(histories, axis=1)  # [U]
-    order = np.argsort(lengths, kind="stable") if trim else np.arange(sequences.num_users)
+    order = evaluated[np.argsort(lengths[evaluated], kind="stable")] if trim else evaluated
     ranks = {p: np.zeros(sequences.num_users, dtype=np.int64) for p in protocols}
     sampled = [protocol for protocol in protocols if protocol != "full"]
-    for begin in tqdm(range(0, sequences.num_users, batch_size), desc=f"evaluating {stage}", disable=not progress):
+    for begin in tqdm(range(0, len(order), batch_size), desc=f"evaluating {stage}", disable=not progress):
         users = order[begin:begin + batch_size]
         width = padded_width(int(lengths[users].max()), max_len) if trim else max_len
         history = histories[users, :width]
@@ -105,7 +119,7 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
                 index = sampled.index(protocol)
                 others = chosen[:, bounds[index]:bounds[index + 1]]  # [b, C]
                 ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, others))
-    return {protocol: metrics_from_ranks(ranks[protocol], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
+    return {protocol: metrics_from_ranks(ranks[protocol][evaluated], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}
 
 

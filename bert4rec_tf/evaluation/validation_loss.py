@@ -17,6 +17,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert4rec_tf.constants import MAX_BATCH_SCORES
+
 LOSS_USERS = 1024  # users the validation loss is computed on (spread evenly), to keep it cheap
 
 
@@ -36,8 +38,12 @@ def validation_loss_function(model, loss_features, histories: np.ndarray, target
         targets: int [users] validation targets.
         negatives: int [users, C] items each user never had (C >= 1).
         users: the most users to use.
-        batch_size: users per forward pass.
+        batch_size: users per forward pass, at most `MAX_BATCH_SCORES // vocab_size` (at least one):
+            the exact loss scores the whole vocabulary for each user.
     """
+    config = getattr(model, "model_config", None)
+    if config is not None:
+        batch_size = max(1, min(batch_size, MAX_BATCH_SCORES // config.vocab_size))
     chosen = np.unique(np.linspace(0, len(targets) - 1, min(users, len(targets))).astype(np.int64))
     features = loss_features(model, histories[chosen], targets[chosen], negatives[chosen], users=chosen + 1)
     if features is None:

@@ -1,7 +1,9 @@
 """Evaluates a trained run on the test set: pop-100 (the paper), uniform-100 and full ranking.
 
     bert4rec-evaluate --model_dir runs/ml1m
-Prints the table and writes evaluation.json into the run folder.
+    bert4rec-evaluate --model_dir runs/large --eval_users 10000
+Prints the table and writes evaluation.json into the run folder. --eval_users evaluates a fixed
+sample of that many users (by default the run's own `train.eval_users`; 0: every user).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from bert4rec_tf import cli
 
 flags.DEFINE_string("model_dir", None, "A folder written by bert4rec-train.")
 flags.DEFINE_enum("stage", "test", ["valid", "test"], "Which held-out item to rank.")
-flags.DEFINE_integer("batch_size", 256, "Users per forward pass.")
+flags.DEFINE_integer("batch_size", 256, "Users per forward pass (fewer on a catalogue above 65,534 items).")
+flags.DEFINE_integer("eval_users", None, "Evaluate a fixed sample of this many users (0: every user; default: "
+                     "the run's train.eval_users).", lower_bound=0)
 flags.mark_flag_as_required("model_dir")
 FLAGS = flags.FLAGS
 
@@ -21,8 +25,9 @@ def _run() -> None:
     from bert4rec_tf.evaluation.evaluator import format_table
     from bert4rec_tf.training.trainer import evaluate_run
 
-    results = evaluate_run(FLAGS.model_dir, FLAGS.stage, FLAGS.batch_size)
-    print(f"{FLAGS.stage} metrics of {FLAGS.model_dir}/model.keras:\n{format_table(results)}")
+    results, evaluated, users = evaluate_run(FLAGS.model_dir, FLAGS.stage, FLAGS.batch_size, FLAGS.eval_users)
+    sample = "" if evaluated == users else f" on a sample of {evaluated:,} of its {users:,} users"
+    print(f"{FLAGS.stage} metrics of {FLAGS.model_dir}/model.keras{sample}:\n{format_table(results)}")
 
 
 def main() -> None:

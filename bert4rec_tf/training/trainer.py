@@ -32,7 +32,7 @@ from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METR
 from bert4rec_tf.data.pipeline import evaluation_histories
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
-from bert4rec_tf.evaluation.evaluator import evaluate
+from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
 from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import atomic_path, write_error, write_json_atomic
@@ -156,11 +156,13 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
 
     validate = validation_loss = None
     validation_histories = None
+    evaluated = evaluation_users(sequences.num_users, config.train.eval_users)  # None: every user
     if config.data.split == "valid":
         protocols = VALIDATION_PROTOCOLS if task.full_ranking_validation else VALIDATION_PROTOCOLS[:1]
 
         def validate(m):
-            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=protocols)
+            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=protocols,
+                            users=evaluated)
 
         histories, targets = evaluation_histories(sequences, "valid", config.data.max_len)
         validation_histories = histories[:ATTENTION_USERS]
@@ -193,7 +195,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
 
     if validate is not None and state["best_weights"]:
         load_checkpoint(model, run.checkpoint(state["best_weights"]))
-    results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256)
+    results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256, users=evaluated)
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
     pop_check = {}
     if task.trains and validate is not None:
@@ -217,6 +219,8 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
                        **({"loss_note": note} if note else {}),
+                       **({} if evaluated is None else {"evaluated_users": len(evaluated),
+                                                         "users": sequences.num_users}),
                        "config": config.to_dict(), "data": run.data_record(), **pop_check})
     return results
 
@@ -248,8 +252,19 @@ def load_finished_run(model_dir: str) -> tuple[keras.Model, PreparedData, Experi
     return model, prepared, config
 
 
-def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256) -> dict:
+def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256,
+                 eval_users: int | None = None) -> tuple[dict, int, int]:
     """Evaluates `model_dir/model.keras` on its prepared data and writes `evaluation.json`.
+
+    Args:
+        model_dir: a finished run.
+        stage: "valid" or "test".
+        batch_size: users per forward pass.
+        eval_users: evaluate a fixed sample of this many users (`evaluation_users`); 0 every user;
+            None the run's own `train.eval_users`.
+
+    Returns:
+        The metrics, the number of users evaluated and the number of users.
 
     Raises:
         FileNotFoundError: when the folder holds no finished run or its prepared data is gone.
@@ -257,7 +272,11 @@ def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256) -> 
     """
     model, prepared, config = load_finished_run(model_dir)
     run = RunFolder(model_dir)
-    results = evaluate(model, prepared.sequences(), stage, config.data.max_len, prepared.candidates(),
-                       batch_size=batch_size, progress=True)
-    write_json_atomic(run.path("evaluation.json"), {stage: results})
-    return results
+    sequences = prepared.sequences()
+    evaluated = evaluation_users(sequences.num_users, config.train.eval_users if eval_users is None else eval_users)
+    results = evaluate(model, sequences, stage, config.data.max_len, prepared.candidates(),
+                       batch_size=batch_size, progress=True, users=evaluated)
+    count = sequences.num_users if evaluated is None else len(evaluated)
+    write_json_atomic(run.path("evaluation.json"), {stage: results, **({} if evaluated is None else {
+        "evaluated_users": count, "users": sequences.num_users})})
+    return results, count, sequences.num_users

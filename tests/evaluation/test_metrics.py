@@ -175,3 +175,21 @@ def test_a_bounded_score_budget_shrinks_the_batches_and_keeps_the_metrics():
     small = RecordedBatches()
     evaluate(small, sequences, "test", 8, candidates, batch_size=8, max_batch_scores=5)  # fewer than one user's
     assert set(small.rows) == {1}
+
+
+def test_evaluation_users_are_a_fixed_sorted_sample_and_the_metrics_average_over_them():
+    from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
+    from tests.data.test_pipeline import sequences_of
+
+    assert evaluation_users(10, 0) is None and evaluation_users(10, 10) is None and evaluation_users(10, 12) is None
+    sample = evaluation_users(1000, 7)
+    assert len(set(sample)) == 7 and list(sample) == sorted(sample) and sample.max() < 1000
+    np.testing.assert_array_equal(sample, evaluation_users(1000, 7))
+    # The hand-made case of test_evaluate_by_hand: user 0 ranks its target 2nd (pop, full), user 1 first.
+    sequences = sequences_of([[1, 2, 3, 4], [4, 3, 6, 5]], num_items=6)
+    model = FixedScores([9, 1, 2, 3, 4, 5, 6, 9])
+    candidates = {"pop_test": np.array([[5, 6], [1, 2]]), "uniform_test": np.array([[6, 5], [6, 2]])}
+    first = evaluate(model, sequences, "test", max_len=4, candidates=candidates, users=np.array([0]))
+    second = evaluate(model, sequences, "test", max_len=4, candidates=candidates, users=np.array([1]))
+    assert first["pop"]["MRR"] == pytest.approx(1 / 3) and first["full"]["MRR"] == pytest.approx(1 / 3)
+    assert second["pop"]["MRR"] == 1.0 and second["uniform"]["MRR"] == pytest.approx(1 / 2)

@@ -1,0 +1,32 @@
+"""The large-catalogue check's synthetic data: every item present, a user's items distinct and in time
+order, the planted "next follows the previous" pattern and a popularity tail, readable as custom data."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bert4rec_tf.scripts import large_catalogue
+
+
+def test_synthetic_interactions_cover_the_catalogue_and_plant_the_pattern(tmp_path):
+    path = str(tmp_path / "interactions.csv")
+    rows = large_catalogue.write_interactions(path, users=1_000, items=5_000, count=50_000, seed=3)
+    frame = pd.read_csv(path)
+    assert rows == len(frame) and list(frame.columns) == ["user", "item", "timestamp"]
+    assert 0.75 * 50_000 <= rows <= 50_000  # repeats dropped (more on a small catalogue), unreached items added
+    assert sorted(frame["item"].unique()) == list(range(1, 5_001)) and frame["user"].nunique() == 1_000
+    per_user = frame.groupby("user")["item"]
+    assert (per_user.nunique() == per_user.size()).all() and per_user.size().max() <= large_catalogue.LONGEST
+    assert (frame.groupby("user")["timestamp"].diff().dropna() > 0).all()
+    same_user = frame["user"].to_numpy()[1:] == frame["user"].to_numpy()[:-1]
+    step = np.diff(frame["item"].to_numpy())[same_user]
+    assert 0.45 < np.mean((step >= 1) & (step <= large_catalogue.STRIDE)) < 0.7  # planted at 0.6
+    counts = np.bincount(frame["item"], minlength=5_001)[1:]
+    assert counts[:30].mean() > 5 * counts[-1_000:].mean()  # the popular ids come first
+    again = large_catalogue.interactions(1_000, 5_000, 50_000, 3)
+    np.testing.assert_array_equal(again[1], frame["item"].to_numpy())  # the seed fixes the data
+
+
+def test_too_small_a_request_is_refused():
+    with pytest.raises(ValueError, match="need at least 11 items"):
+        large_catalogue.interactions(10, 5, 1_000, 1)
