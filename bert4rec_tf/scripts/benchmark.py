@@ -105,6 +105,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--source_files", type=_source_files, default=None,
                         help="--real: dataset=path pairs, comma separated, of the files to prepare")
     parser.add_argument("--data_dir", default=None, help="--real: the cache of prepared data")
+    parser.add_argument("--loss", default=None, help="--real: the training loss (e.g. sampled_softmax; "
+                        "default: the model's)")
+    parser.add_argument("--config", action="append", default=[],
+                        help="--real: a key=value override of the configuration, as train.py --config (repeatable)")
     parser.add_argument("--profile", action="store_true",
                         help="also print where the step's time goes, per model part (TensorFlow's profiler), "
                              "above each row")
@@ -264,7 +268,8 @@ def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> 
     from bert4rec_tf.data.split import training_sequences
     from bert4rec_tf.training.build import build_trainee
 
-    config = experiment_config(dataset, [], seed=None, model=args.model, recipe=args.recipe)
+    overrides = list(args.config) + ([f"model.loss={args.loss}"] if args.loss else [])
+    config = experiment_config(dataset, overrides, seed=None, model=args.model, recipe=args.recipe)
     config.train.time_budget = 0.0
     config.train.batch_size = args.batch_size or config.train.batch_size
     if groups is not None:
@@ -322,7 +327,9 @@ def main_real(args: argparse.Namespace, limit: float) -> None:
 
     header = (f"{'dataset':<8} {'model':<15} {'batches':<14} {'width':>6} {'ms/step':>9} {'samples/s':>10} "
               f"{'of limit':>8} {'input/s':>10} {'head ms':>9}")
-    print(f"real batches: --model {args.model}, --recipe {args.recipe}")
+    settings = "".join(f", --config {override}" for override in args.config)
+    print(f"real batches: --model {args.model}, --recipe {args.recipe}"
+          + (f", --loss {args.loss}" if args.loss else "") + settings)
     print(header)
     print("-" * len(header))
     aware = "length_groups" in {field.name for field in dataclasses.fields(TrainConfig)}
