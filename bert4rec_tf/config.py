@@ -143,6 +143,11 @@ class TrainConfig:
     `eval_users` (0: every user) validates and tests on a fixed sample of that many users instead of
     all (`bert4rec_tf.evaluation.evaluator.evaluation_users`), for data sets whose full evaluation
     would take longer than the training; results.json says how many were evaluated.
+
+    `sparse_updates` (`bert4rec_tf.training.optimization.SparseRowsAdamW`): a table whose gradient is
+    sparse (lookups only: the item table under `--loss sampled_softmax`) has only the rows of the
+    batch updated, moments and weight decay included; off by default (every row moves at every step,
+    as the original's AdamW).
     """
 
     batch_size: int = 256
@@ -155,6 +160,7 @@ class TrainConfig:
     time_budget: float = 0.0
     length_groups: int = 1
     eval_users: int = 0
+    sparse_updates: bool = False
     recipe: str = "paper"
 
 

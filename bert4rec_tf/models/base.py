@@ -120,7 +120,11 @@ class SequentialRecommender(keras.Model):
         gradients = tape.gradient(scaled, self.trainable_variables)
         # Lookups give IndexedSlices whose rows may repeat (an item twice in a batch, the position rows
         # of two replicas): made dense, the norm, the clipping and the all-reduce see the true gradient.
-        gradients = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in gradients]
+        # An optimizer that updates sparse rows (`SparseRowsAdamW`) gets them with each row once
+        # instead, on one replica.
+        sparse = getattr(self.optimizer, "updates_sparse_rows", False) and replicas == 1
+        gradients = [(unique_rows(g) if sparse else tf.convert_to_tensor(g)) if isinstance(g, tf.IndexedSlices) else g
+                     for g in gradients]
         if replicas > 1:
             gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         norm = tf.linalg.global_norm(gradients)
@@ -133,6 +137,13 @@ class SequentialRecommender(keras.Model):
             # strategy, which needs an axis to average over: give each value one.
             logs = {name: tf.reshape(value, [1]) for name, value in logs.items()}
         return logs
+
+
+def unique_rows(gradient: tf.IndexedSlices) -> tf.IndexedSlices:
+    """`gradient` with each row once, the values of a repeated row summed (as in its dense form)."""
+    rows, position = tf.unique(gradient.indices)
+    values = tf.math.unsorted_segment_sum(gradient.values, position, tf.shape(rows)[0])
+    return tf.IndexedSlices(values, rows, gradient.dense_shape)
 
 
 def transformer_blocks(config: ModelConfig, dtype, causal: bool = False, activation: str = "gelu") -> list:

@@ -196,11 +196,11 @@ class BERT4Rec(SequentialRecommender):
         hidden = self.head.transform_hidden(ops.cast(self._states_at(sequence_output, flat_positions), "float32"))
         labels, weights = self._slot_targets(features, labels)
         vocab = self.model_config.vocab_size
-        table, bias, labels = (self.embedding.item_embeddings[:vocab], self.head.output_bias[:vocab],
-                               ops.reshape(labels, (-1,)))
+        table, bias, labels = self.embedding.item_embeddings, self.head.output_bias, ops.reshape(labels, (-1,))
         if self.sampler is None:
-            losses = tied_softmax_cross_entropy(hidden, table, bias, labels)
-        else:  # --loss sampled_softmax: K negatives for the whole batch
+            losses = tied_softmax_cross_entropy(hidden, table[:vocab], bias[:vocab], labels)
+        else:  # --loss sampled_softmax: K negatives for the whole batch. The whole variables, read at a
+            # few rows: their gradients stay sparse (a slice's would be dense).
             losses = sampled_softmax_cross_entropy(hidden, table, bias, labels, self.sampler(), self.sampler.log_q)
         return losses, ops.reshape(weights, (-1,))
 

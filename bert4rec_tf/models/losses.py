@@ -54,8 +54,10 @@ def tied_softmax_cross_entropy(hidden, table, bias, labels):
 
     Args:
         hidden: float32 [rows, d] the transformed states.
-        table: float32 [classes, d] the tied item table.
-        bias: float32 [classes] the output bias.
+        table: float32 [classes, d] the tied item table (read at the labels and the negatives only,
+            so its gradient is sparse: `tf.IndexedSlices` for a variable; rows past `classes` are
+            never read).
+        bias: float32 [classes] the output bias (read as the table).
         labels: int32 [rows] class ids in [0, classes).
 
     Returns:
@@ -98,8 +100,10 @@ def sampled_softmax_cross_entropy(hidden, table, bias, labels, negatives, log_q)
 
     Args:
         hidden: float32 [rows, d] the transformed states.
-        table: float32 [classes, d] the tied item table.
-        bias: float32 [classes] the output bias.
+        table: float32 [classes, d] the tied item table (read at the labels and the negatives only,
+            so its gradient is sparse: `tf.IndexedSlices` for a variable; rows past `classes` are
+            never read).
+        bias: float32 [classes] the output bias (read as the table).
         labels: int32 [rows] class ids.
         negatives: int32 [K] class ids, shared by every row.
         log_q: float32 [classes] log of each class's sampling probability (read at the labels and
@@ -115,7 +119,7 @@ def sampled_softmax_cross_entropy(hidden, table, bias, labels, negatives, log_q)
     positive = (tf.reduce_sum(hidden * tf.gather(table, labels), axis=-1) + tf.gather(bias, labels)
                 - tf.gather(log_q, labels))  # [rows]
     negative = (tf.matmul(hidden, tf.gather(table, negatives), transpose_b=True)
-                + tf.gather(bias - log_q, negatives))  # [rows, K]
+                + tf.gather(bias, negatives) - tf.gather(log_q, negatives))  # [rows, K]
     hits = tf.equal(labels[:, tf.newaxis], negatives[tf.newaxis, :])  # [rows, K]
     negative = tf.where(hits, tf.constant(-1e30, tf.float32), negative)
     logits = tf.concat([positive[:, tf.newaxis], negative], axis=1)  # [rows, 1 + K]

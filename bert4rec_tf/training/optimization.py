@@ -8,6 +8,7 @@ steps. Weight decay is decoupled and scaled by the learning rate in both (w -= l
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert4rec_tf import constants
@@ -72,6 +73,65 @@ class AdamW(keras.optimizers.AdamW):
         return list(grads_and_vars)
 
 
+@keras.saving.register_keras_serializable(package="bert4rec_tf")
+class SparseRowsAdamW(AdamW):
+    """`AdamW` that updates only the rows a sparse gradient touches (`--config train.sparse_updates=true`).
+
+    A gradient that arrives as `tf.IndexedSlices` (a table read by lookups only: the item table under
+    `--loss sampled_softmax`, the output bias, user tables) updates the moments, the weight decay
+    and the weights of its rows alone, each row exactly as `AdamW` updates it when its gradient is
+    nonzero ("lazy" Adam). The other rows keep their moments and weights; under `AdamW` they would
+    still move by their decaying moments and be decayed. A dense gradient is updated as by `AdamW`.
+    The global-norm clipping sees the same norm. The indices must be unique (the training step sums
+    repeated rows first, `bert4rec_tf.models.base.unique_rows`).
+
+    At a million items the dense update reads and writes the whole table and both its moments at
+    every step; this one touches the batch's few thousand rows.
+    """
+
+    updates_sparse_rows = True  # read by `SequentialRecommender.train_step`
+
+    def _apply_weight_decay(self, variables):
+        pass  # in `update_step`, row by row for a sparse gradient
+
+    def _clip_gradients(self, grads):
+        if not self.global_clipnorm or self.global_clipnorm <= 0:
+            return super()._clip_gradients(grads)
+        squares = [tf.reduce_sum(tf.square(g.values if isinstance(g, tf.IndexedSlices) else g))
+                   for g in grads if g is not None]
+        norm = tf.sqrt(tf.add_n(squares))
+        # As Keras' clip_by_global_norm: no change below the threshold, NaN scale for a non-finite norm.
+        scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm) + (norm - norm)
+        return [None if g is None else
+                tf.IndexedSlices(g.values * scale, g.indices, g.dense_shape) if isinstance(g, tf.IndexedSlices)
+                else g * scale for g in grads]
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        decay = self.weight_decay is not None and self._use_weight_decay(variable)
+        if not isinstance(gradient, tf.IndexedSlices):
+            if decay:
+                variable.assign_sub(variable * ops.cast(self.weight_decay, variable.dtype) * lr)
+            return super().update_step(gradient, variable, learning_rate)
+        rows, values = gradient.indices, ops.cast(gradient.values, variable.dtype)
+        step = ops.cast(self.iterations + 1, variable.dtype)
+        alpha = lr * ops.sqrt(1 - ops.power(ops.cast(self.beta_2, variable.dtype), step)) / (
+            1 - ops.power(ops.cast(self.beta_1, variable.dtype), step))
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        m_rows = tf.gather(m.value, rows)
+        v_rows = tf.gather(v.value, rows)
+        m_rows = m_rows + (values - m_rows) * (1 - self.beta_1)
+        v_rows = v_rows + (tf.square(values) - v_rows) * (1 - self.beta_2)
+        weights = tf.gather(variable, rows)
+        if decay:
+            weights = weights - weights * ops.cast(self.weight_decay, variable.dtype) * lr
+        weights = weights - m_rows * alpha / (tf.sqrt(v_rows) + self.epsilon)
+        m.value.scatter_update(tf.IndexedSlices(m_rows, rows))
+        v.value.scatter_update(tf.IndexedSlices(v_rows, rows))
+        variable.scatter_update(tf.IndexedSlices(weights, rows))
+
+
 def make_optimizer(config: TrainConfig, trainable_variables,
                    schedule: WarmupLinearDecay | None = None) -> keras.optimizers.AdamW:
     """AdamW with the original's constants, the schedule, clipping and the decay exclusions.
@@ -82,7 +142,7 @@ def make_optimizer(config: TrainConfig, trainable_variables,
         schedule: the learning-rate schedule (default: warm-up, then linear decay to 0 at
             `config.train_steps`).
     """
-    optimizer = AdamW(
+    optimizer = (SparseRowsAdamW if config.sparse_updates else AdamW)(
         learning_rate=schedule or WarmupLinearDecay(config.learning_rate, config.warmup_steps, config.train_steps),
         weight_decay=config.weight_decay,
         beta_1=constants.ADAM_BETA_1,

@@ -89,3 +89,24 @@ def test_the_draws_are_seeded_and_resume_from_the_checkpointed_state(name):
     resumed = build_model(config(name, loss="sampled_softmax", sampled_negatives=5))
     resumed.sampler.seed_generator.state.assign(state)
     np.testing.assert_array_equal(resumed.sampler().numpy(), first[1])
+
+
+@pytest.mark.parametrize("name", SOFTMAX_FAMILIES)
+def test_sparse_updates_move_only_the_item_rows_of_the_batch_and_its_negatives(name):
+    from bert4rec_tf.config import TrainConfig
+    from bert4rec_tf.training.optimization import make_optimizer
+
+    batch = {key: tf.constant(value) for key, value in training_batch(name, config(name)).items()}
+    items = [np.ravel(value) for key, value in batch.items() if "ids" in key or key.startswith("match_")]
+    seen = set(np.unique(np.concatenate(items)))  # every item id the batch holds (BERT4Rec with matching: its negatives)
+    changed = {}
+    for sparse in (False, True):
+        model = build_model(config(name, loss="sampled_softmax", sampled_negatives=3))
+        model.compile(optimizer=make_optimizer(TrainConfig(train_steps=10, warmup_steps=0, learning_rate=0.1,
+                                                           sparse_updates=sparse), model.trainable_variables))
+        [table] = [v for v in model.trainable_variables if "item_embedding" in v.path]
+        before = table.numpy().copy()
+        model.train_step(batch)  # eagerly: the step `fit` traces
+        changed[sparse] = set(np.flatnonzero(np.any(table.numpy() != before, axis=1)))
+    assert len(changed[False]) == table.shape[0]  # AdamW decays every row
+    assert 0 < len(changed[True]) <= len(seen) + 3 and len(changed[True] - seen) <= 3, changed[True]

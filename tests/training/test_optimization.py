@@ -49,3 +49,66 @@ def test_clipping_bounds_the_global_norm(model):
     small = [g / 1e4 for g in grads]
     kept = optimizer._clip_gradients(small)
     assert np.allclose(ops.convert_to_numpy(kept[0]), ops.convert_to_numpy(small[0]))
+
+
+def _table_and_bias(name):
+    import keras
+
+    rng = np.random.default_rng(5)
+    table = keras.Variable(rng.normal(size=(6, 3)).astype(np.float32), name=f"{name}_table")
+    bias = keras.Variable(rng.normal(size=(3,)).astype(np.float32), name=f"{name}_bias")  # "bias": no decay
+    return table, bias
+
+
+def _gradients(step):
+    rng = np.random.default_rng(100 + step)
+    return rng.normal(size=(6, 3)).astype(np.float32) * 4.0, rng.normal(size=(3,)).astype(np.float32)
+
+
+def test_sparse_row_updates_of_every_row_equal_adamw_with_decay_and_clipping():
+    import tensorflow as tf
+
+    from bert4rec_tf.training.optimization import AdamW, SparseRowsAdamW
+
+    config = TrainConfig(train_steps=10, warmup_steps=2, learning_rate=0.1, clip_norm=2.0)
+    variables, optimizers = [], []
+    for sparse in (False, True):
+        table, bias = _table_and_bias("sparse" if sparse else "dense")
+        optimizer = make_optimizer(TrainConfig(**{**config.__dict__, "sparse_updates": sparse}), [table, bias])
+        assert type(optimizer) is (SparseRowsAdamW if sparse else AdamW)
+        variables.append((table, bias))
+        optimizers.append(optimizer)
+    for step in range(4):
+        table_gradient, bias_gradient = _gradients(step)  # norm about 10: clipped to 2
+        rows = np.array([3, 0, 5, 1, 4, 2])  # every row, in another order
+        sparse = tf.IndexedSlices(tf.constant(table_gradient[rows]), tf.constant(rows), tf.constant([6, 3]))
+        optimizers[0].apply([tf.constant(table_gradient), tf.constant(bias_gradient)], list(variables[0]))
+        optimizers[1].apply([sparse, tf.constant(bias_gradient)], list(variables[1]))
+    for dense, lazy in zip(variables[0], variables[1]):
+        np.testing.assert_allclose(ops.convert_to_numpy(lazy), ops.convert_to_numpy(dense), rtol=1e-5, atol=1e-6)
+
+
+def test_sparse_row_updates_leave_untouched_rows_and_follow_adam_on_the_others():
+    import tensorflow as tf
+
+    table, bias = _table_and_bias("lazy")
+    start = ops.convert_to_numpy(table).copy()
+    config = TrainConfig(train_steps=100, warmup_steps=0, learning_rate=0.01, clip_norm=1e6, sparse_updates=True)
+    optimizer = make_optimizer(config, [table, bias])
+    rows = np.array([4, 1])
+    # A NumPy reference of AdamW on the touched rows (Keras' bias correction, decay before the step).
+    weights, m, v = start[rows].astype(np.float64), np.zeros((2, 3)), np.zeros((2, 3))
+    for step in range(3):
+        values = _gradients(step)[0][:2]
+        optimizer.apply([tf.IndexedSlices(tf.constant(values), tf.constant(rows), tf.constant([6, 3])),
+                         tf.zeros(3)], [table, bias])
+        rate = 0.01 * (1 - step / 100)
+        m = 0.9 * m + 0.1 * values
+        v = 0.999 * v + 0.001 * values ** 2
+        alpha = rate * np.sqrt(1 - 0.999 ** (step + 1)) / (1 - 0.9 ** (step + 1))
+        weights = weights - weights * 0.01 * rate - m * alpha / (np.sqrt(v) + 1e-6)
+    after = ops.convert_to_numpy(table)
+    np.testing.assert_array_equal(np.delete(after, rows, axis=0), np.delete(start, rows, axis=0))
+    np.testing.assert_allclose(after[rows], weights, rtol=1e-5)
+    moments = ops.convert_to_numpy(optimizer._momentums[optimizer._get_variable_index(table)])
+    assert not np.any(np.delete(moments, rows, axis=0)) and np.all(moments[rows] != 0)
