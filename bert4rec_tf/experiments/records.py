@@ -44,7 +44,8 @@ def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], 
             **provenance, "steps": results.get("steps", 0), "seconds": state.get("seconds") or 0.0,
             "instances": state.get("instances", 0), "test": results["test"], "curve": curve,
             "data": {key: data[key] for key in ("source", "data_key") if key in data},
-            **{key: results[key] for key in ("above_pop", "pop_validation") if key in results}}
+            **{key: results[key] for key in ("above_pop", "pop_validation", "evaluated_users", "users")
+               if key in results}}
 
 
 def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:

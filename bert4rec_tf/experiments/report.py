@@ -28,7 +28,7 @@ PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR")
                     "uniform": ("HR@10", "NDCG@10", "MRR"),
                     "full": ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")}
 COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
-            "date", "above_pop", "sampled_softmax"]
+            "date", "above_pop", "sampled_softmax", "evaluated_users"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
 
@@ -40,6 +40,8 @@ def report_rows(records: list[dict]) -> list[dict]:
     paper used. `seconds` is the run's training and validation time; `samples_per_second` the
     training instances over that time. `above_pop`: whether the best validation was clearly above
     POP's (`bert4rec_tf.training.trainer.pop_warning`); None for records made before it was measured.
+    `evaluated_users`: "N of M" when the run was validated and tested on a sample of its users
+    (`train.eval_users`), else None.
     """
     rows = []
     for record in records:
@@ -49,7 +51,9 @@ def report_rows(records: list[dict]) -> list[dict]:
                 "seconds": round(seconds, 1),
                 "samples_per_second": round(record["instances"] / seconds, 1) if seconds else None,
                 "commit": record.get("commit"), "date": record.get("date"), "above_pop": record.get("above_pop"),
-                "sampled_softmax": _trains_sampled_softmax(record["settings"])}
+                "sampled_softmax": _trains_sampled_softmax(record["settings"]),
+                "evaluated_users": (f"{record['evaluated_users']} of {record['users']}" if "evaluated_users" in record
+                                    else None)}
         for protocol, metrics in PROTOCOL_METRICS.items():
             for metric in metrics:
                 base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
@@ -468,6 +472,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
             speed = "" if row["samples_per_second"] is None else f"{row['samples_per_second']:.1f}"
             flag = " (not above POP)" if row["above_pop"] is False else ""
             flag += " (sampled softmax: not the paper's loss)" if row["sampled_softmax"] else ""
+            flag += f" (tested on {row['evaluated_users']} users)" if row["evaluated_users"] else ""
             lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
                          f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
         if any(row["dataset"] == dataset and row["above_pop"] is False for row in rows):

@@ -201,3 +201,14 @@ def test_a_run_of_the_sampled_softmax_is_flagged_as_not_the_papers_loss(tmp_path
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
     assert "| sasrec-ce (sampled softmax: not the paper's loss) |" in report
     assert "| bert4rec (sampled" not in report
+
+
+def test_a_run_tested_on_a_sample_of_users_says_so(tmp_path):
+    records = [fake_record("beauty", "bert4rec", {"pop": {"HR@10": 0.29}}),
+               {**fake_record("beauty", "ncf", {"pop": {"HR@10": 0.21}}), "evaluated_users": 10000, "users": 40226}]
+    rows = report_rows(records)
+    assert {row["setting"]: row["evaluated_users"] for row in rows} == {"bert4rec": None, "ncf": "10000 of 40226"}
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["beauty"]), records, [])
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert "| ncf (tested on 10000 of 40226 users) |" in report
+    assert "| bert4rec (tested" not in report
