@@ -292,10 +292,9 @@ def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int 
     """One --real row: the step's ms and samples/s on real batches, and its share of the float32 limit."""
     batches, model, pipeline = real_batches(args, dataset, groups)
     timed = batches[args.warmup:]
-    first_of_width = {}
-    for batch in batches:  # every width once untimed: its kernels are compiled
-        first_of_width.setdefault(int(batch["input_ids"].shape[1]), batch)
-    for batch in batches[:args.warmup] + list(first_of_width.values()):
+    # Every batch once untimed: the kernels of each shape are compiled (the XLA-compiled GELU once per
+    # shape of its input) before the timed pass, as they are after the first minutes of a run.
+    for batch in batches:
         model.train_on_batch(batch)
     start = time.perf_counter()
     for batch in timed:
