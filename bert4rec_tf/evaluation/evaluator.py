@@ -30,7 +30,7 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
              candidates: dict[str, np.ndarray] | None = None, protocols: tuple[str, ...] = PROTOCOLS,
              batch_size: int = 256, progress: bool = False, trim: bool = True,
              max_batch_scores: int = MAX_BATCH_SCORES, users: np.ndarray | None = None) -> dict[str, dict[str, float]]:
-    """Metrics of `model` on every user for `stage` ("valid" or "test").
+    """Metrics of `model` on every user (or on `users`) for `stage` ("valid" or "test").
 
     Users are scored in batches of similar history length, each batch trimmed to its longest
     history (`trim`): the metrics are those of full-width batches (a model's output at real
@@ -97,28 +97,28 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     ranks = {p: np.zeros(sequences.num_users, dtype=np.int64) for p in protocols}
     sampled = [protocol for protocol in protocols if protocol != "full"]
     for begin in tqdm(range(0, len(order), batch_size), desc=f"evaluating {stage}", disable=not progress):
-        users = order[begin:begin + batch_size]
-        width = padded_width(int(lengths[users].max()), max_len) if trim else max_len
-        history = histories[users, :width]
+        batch = order[begin:begin + batch_size]
+        width = padded_width(int(lengths[batch].max()), max_len) if trim else max_len
+        history = histories[batch, :width]
         # Each user's target, then each sampled protocol's candidates, and where those are.
-        negatives = [_candidates(candidates, protocol, stage)[users].astype(np.int64) for protocol in sampled]
-        items = np.concatenate([targets[users, None].astype(np.int64)] + negatives, axis=1)  # [b, 1 + sum C]
+        negatives = [_candidates(candidates, protocol, stage)[batch].astype(np.int64) for protocol in sampled]
+        items = np.concatenate([targets[batch, None].astype(np.int64)] + negatives, axis=1)  # [b, 1 + sum C]
         bounds = np.cumsum([1] + [n.shape[1] for n in negatives])
         if sampled_only:
             scores = None
-            chosen = ops.convert_to_numpy(score_chosen(history, users + 1, items))  # model user ids
+            chosen = ops.convert_to_numpy(score_chosen(history, batch + 1, items))  # model user ids
         else:
-            scores = ops.convert_to_numpy(score_all(history, users + 1))  # [b, vocab]
+            scores = ops.convert_to_numpy(score_all(history, batch + 1))  # [b, vocab]
             chosen = np.take_along_axis(scores, items, axis=1)  # [b, 1 + sum C]
         target_scores = chosen[:, 0]
         for protocol in protocols:
             if protocol == "full":
-                valid = _competing_items(sequences, stage, users, scores.shape[1])
-                ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, scores, valid))
+                valid = _competing_items(sequences, stage, batch, scores.shape[1])
+                ranks[protocol][batch] = ops.convert_to_numpy(target_rank(target_scores, scores, valid))
             else:
                 index = sampled.index(protocol)
                 others = chosen[:, bounds[index]:bounds[index + 1]]  # [b, C]
-                ranks[protocol][users] = ops.convert_to_numpy(target_rank(target_scores, others))
+                ranks[protocol][batch] = ops.convert_to_numpy(target_rank(target_scores, others))
     return {protocol: metrics_from_ranks(ranks[protocol][evaluated], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}
 
