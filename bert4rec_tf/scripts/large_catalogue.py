@@ -35,6 +35,7 @@ import numpy as np
 
 from bert4rec_tf import cli
 from bert4rec_tf.files import atomic_path, write_json_atomic
+from bert4rec_tf.scripts.scale_check import tailed_lengths
 
 FOLLOW = 0.6  # the chance that the next item follows the previous one
 STRIDE = 10  # how far it follows: 1 to STRIDE ids after it
@@ -55,14 +56,7 @@ def interactions(users: int, items: int, count: int, seed: int) -> tuple[np.ndar
     tail = rng.pareto(1.2, users)
     longest = min(LONGEST, items // 2)
 
-    def lengths_at(scale: float) -> np.ndarray:
-        return np.minimum(10 + np.floor(scale * tail), longest).astype(np.int64)
-
-    low, high = 0.0, float(count)
-    for _ in range(100):  # the scale at which the lengths add up to `count` (before repeats are dropped)
-        middle = (low + high) / 2
-        low, high = (middle, high) if lengths_at(middle).sum() < count else (low, middle)
-    lengths = lengths_at(low)
+    lengths = tailed_lengths(tail, count, 10, longest)  # adding up to `count` before repeats are dropped
     user = np.repeat(np.arange(1, users + 1), lengths)  # [n]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     n = len(user)

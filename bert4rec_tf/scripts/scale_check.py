@@ -29,6 +29,19 @@ def peak_memory_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
 
+def tailed_lengths(tail: np.ndarray, total: int, shortest: int, longest: int) -> np.ndarray:
+    """User lengths `shortest + floor(scale * tail)`, at most `longest`, at the largest scale whose
+    lengths add up to at most `total` (a bisection over the scale)."""
+    def lengths_at(scale: float) -> np.ndarray:
+        return np.minimum(longest, shortest + np.floor(scale * tail)).astype(np.int64)
+
+    low, high = 0.0, float(total)
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if lengths_at(middle).sum() < total else (low, middle)
+    return lengths_at(low)
+
+
 def write_ratings(path: str, users: int, items: int, interactions: int, seed: int) -> int:
     """A MovieLens-format ratings file: every user has 20 to items / 3 distinct movies, user lengths
     Pareto-tailed, movie popularity Zipf-like. Returns the number of rows written (`interactions`)."""
@@ -37,14 +50,7 @@ def write_ratings(path: str, users: int, items: int, interactions: int, seed: in
 
     longest = items // 3  # leaves every user 100 negatives to sample (ML-20m's longest history: 9,254 of 26,744)
 
-    def lengths_at(scale: float) -> np.ndarray:
-        return np.minimum(longest, 20 + np.floor(scale * extra)).astype(np.int64)
-
-    low, high = 0.0, float(interactions)
-    for _ in range(100):  # the scale at which the lengths add up to `interactions`
-        middle = (low + high) / 2
-        low, high = (middle, high) if lengths_at(middle).sum() < interactions else (low, middle)
-    lengths = lengths_at(low)
+    lengths = tailed_lengths(extra, interactions, 20, longest)
     short = np.flatnonzero(lengths < longest)[: interactions - lengths.sum()]
     lengths[short] += 1
     popularity = np.cumsum(1.0 / np.arange(1, items + 1) ** 0.9)
