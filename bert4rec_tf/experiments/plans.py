@@ -26,6 +26,8 @@ class Run:
     depend on what the command's recipe and flags resolve to (`derived_flags`): `rho`, the mask
     proportion (the share of a window's items chosen for prediction, `data.masked_lm_prob`), sizes the
     masked slots from the resolved maximum length N, and `max_learning_rate` caps the resolved rate.
+    `against` names the setting (same data set) a run departs from: the report sets the two side by
+    side.
     """
 
     dataset: str
@@ -35,6 +37,7 @@ class Run:
     value: float | None = None
     rho: float | None = None
     max_learning_rate: float | None = None
+    against: str | None = None
 
     @property
     def name(self) -> str:
@@ -139,8 +142,21 @@ def _hidden_size(dataset: str) -> list[Run]:
             for d in (16, 32, 64, 128, 256)]
 
 
+def _sampled_softmax(dataset: str) -> list[Run]:
+    # The sampled head (`--loss sampled_softmax`, not the papers' loss) beside the exact runs of
+    # Table 2 it replaces (the same settings, so their records are shared), and sparse updates of the
+    # item table beside the sampled head they speed up.
+    sampled = ("--loss", "sampled_softmax")
+    return [Run(dataset, "bert4rec", "bert4rec"),
+            Run(dataset, "bert4rec-sampled", "bert4rec", sampled, against="bert4rec"),
+            Run(dataset, "bert4rec-sampled-sparse", "bert4rec", sampled + _config("train.sparse_updates=true"),
+                against="bert4rec-sampled"),
+            Run(dataset, "sasrec-ce", "sasrec", ("--loss", "ce")),
+            Run(dataset, "sasrec-ce-sampled", "sasrec", sampled, against="sasrec-ce")]
+
+
 EXPERIMENTS = {"table2": _table2, "ablation": _ablation, "mask_proportion": _mask_proportion, "max_len": _max_len,
-               "hidden_size": _hidden_size}
+               "hidden_size": _hidden_size, "sampled_softmax": _sampled_softmax}
 SWEEPS = {"mask_proportion": "mask proportion rho", "max_len": "maximum length N", "hidden_size": "hidden size d"}
 # Experiments renamed, by their old name: `mask_prob` swept rho, not the config's `data.mask_prob`.
 RENAMED = {"mask_prob": "mask_proportion"}

@@ -185,6 +185,40 @@ def table2_orderings(rows: list[dict]) -> list[dict]:
     return results
 
 
+# The metrics a run is set beside the run it departs from (`Run.against`), with their labels.
+DEPARTURE_METRICS = (("pop/HR@10", "pop-100 HR@10"), ("pop/NDCG@10", "pop-100 NDCG@10"),
+                     ("uniform/HR@10", "uniform-100 HR@10"), ("full/Recall@10", "full Recall@10"),
+                     ("full/NDCG@10", "full NDCG@10"))
+
+
+def departures(rows: list[dict], runs: list[Run]) -> list[dict]:
+    """Each finished run that departs from another finished run of its data set (`Run.against`) beside
+    it: per metric of `DEPARTURE_METRICS` (ours, theirs, the relative difference and whether ours is
+    "higher", "lower" or a "tie" within two standard errors over the test users), and both runs' steps."""
+    by_run = {row["run"]: row for row in rows}
+    found = []
+    for run in runs:
+        if run.against is None:
+            continue
+        mine, theirs = by_run.get(run.name), by_run.get(f"{run.dataset}-{run.against}")
+        if mine is None or theirs is None:
+            continue
+        samples = [int(row["evaluated_users"].split()[0]) for row in (mine, theirs) if row.get("evaluated_users")]
+        users = min(samples) if samples else tested_users(run.dataset)
+        metrics = {}
+        for key, _ in DEPARTURE_METRICS:
+            ours, base = mine.get(key), theirs.get(key)
+            if ours is None or base is None:
+                continue
+            margin = noise_margin(ours, base, users)
+            verdict = "tie" if abs(ours - base) <= margin else ("higher" if ours > base else "lower")
+            metrics[key] = {"ours": ours, "theirs": base, "relative": (ours - base) / base if base else None,
+                            "verdict": verdict}
+        found.append({"dataset": run.dataset, "run": run.setting, "against": run.against,
+                      "steps": (mine["steps"], theirs["steps"]), "metrics": metrics})
+    return found
+
+
 def sweep_summary(rows: list[dict], experiment: str, dataset: str) -> list[str]:
     """A sweep's shape on `dataset` in words, beside the paper's: our best value by the test
     `SELECTION_METRIC`, the values within two standard errors of it (`noise_margin`), and whether the
@@ -439,6 +473,23 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                              f"{pair['published'][0]:.4f} vs {pair['published'][1]:.4f} | "
                              f"{pair['ours'][0]:.4f} vs {pair['ours'][1]:.4f} | {order} | "
                              f"{pair['margin']:.4f} |")
+            lines.append("")
+        departed = [entry for entry in departures(rows, runs) if entry["dataset"] == dataset]
+        if departed:
+            lines += ["Each run beside the run it departs from (ours vs theirs, the relative difference, and whether "
+                      "ours is higher, lower or a tie within two standard errors over the test users); the same "
+                      "training time each:", "",
+                      f"| run | against | steps | {' | '.join(label for _, label in DEPARTURE_METRICS)} |",
+                      f"|---|---|---|{'---|' * len(DEPARTURE_METRICS)}"]
+            for entry in departed:
+                cells = []
+                for key, _ in DEPARTURE_METRICS:
+                    metric = entry["metrics"].get(key)
+                    relative = "" if metric is None or metric["relative"] is None else f"{metric['relative']:+.1%}, "
+                    cells.append("" if metric is None else
+                                 f"{metric['ours']:.4f} vs {metric['theirs']:.4f} ({relative}{metric['verdict']})")
+                lines.append(f"| {entry['run']} | {entry['against']} | {entry['steps'][0]} vs {entry['steps'][1]} | "
+                             f"{' | '.join(cells)} |")
             lines.append("")
         claims = [entry for entry in table2_orderings(rows) if entry["dataset"] == dataset]
         if claims:

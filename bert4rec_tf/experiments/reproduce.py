@@ -5,8 +5,10 @@
         --source_file beauty=../shared/datasets/beauty/beauty.txt.gz
     bert4rec-reproduce ablation --datasets ml-1m --budget 10m --out reports/ablation --dry_run
 
-Experiments: table2 (POP, SASRec bce and ce, BERT4Rec with 1 mask, BERT4Rec, BERT4Rec with the
-matching task), ablation (the BERT4Rec paper's Table 5 and the matching paper's only-mask and
+Experiments: table2 (the BERT4Rec paper's nine methods: POP, BPR-MF, NCF, FPMC, GRU4Rec, GRU4Rec+,
+Caser, SASRec with bce and with ce, BERT4Rec; and BERT4Rec with 1 mask and with the matching task),
+sampled_softmax (BERT4Rec and SASRec with the sampled head, not the papers' loss, beside their exact
+runs, and sparse updates of the item table), ablation (the BERT4Rec paper's Table 5 and the matching paper's only-mask and
 only-matching rows), mask_proportion (rho 0.1 ... 0.9), max_len (the paper's Table 4 lengths, with the
 training samples/s) and hidden_size (d 16 ... 256).
 

@@ -212,3 +212,33 @@ def test_a_run_tested_on_a_sample_of_users_says_so(tmp_path):
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
     assert "| ncf (tested on 10000 of 40226 users) |" in report
     assert "| bert4rec (tested" not in report
+
+
+def test_a_run_that_departs_from_another_is_set_beside_it(tmp_path):
+    from bert4rec_tf.experiments.report import departures
+
+    exact = {"pop": {"HR@10": 0.2908, "NDCG@10": 0.1722}, "full": {"Recall@10": 0.0354, "NDCG@10": 0.0191}}
+    records = [fake_record("beauty", "bert4rec", exact),
+               {**fake_record("beauty", "bert4rec-sampled", {"pop": {"HR@10": 0.2600, "NDCG@10": 0.1700},
+                                                             "full": {"Recall@10": 0.0400, "NDCG@10": 0.0191}}),
+                "settings": ["--seed", "1", "--loss", "sampled_softmax"], "steps": 20},
+               fake_record("beauty", "sasrec-ce", {"pop": {"HR@10": 0.2663}})]
+    runs = plan("sampled_softmax", ["beauty"])
+    found = {entry["run"]: entry for entry in departures(report_rows(records), runs)}
+    # Only the pairs whose both runs finished: bert4rec-sampled-sparse and sasrec-ce-sampled have no record.
+    assert list(found) == ["bert4rec-sampled"]
+    entry = found["bert4rec-sampled"]
+    assert entry["against"] == "bert4rec" and entry["steps"] == (20, 10)
+    # 2 SE over Beauty's 40,226 users: sqrt((0.26*0.74 + 0.2908*0.7092) / 40226) * 2 = 0.0063.
+    assert entry["metrics"]["pop/HR@10"]["verdict"] == "lower"
+    assert entry["metrics"]["pop/HR@10"]["relative"] == pytest.approx(0.26 / 0.2908 - 1)
+    assert entry["metrics"]["pop/NDCG@10"]["verdict"] == "tie"  # 0.0022 apart
+    assert entry["metrics"]["full/Recall@10"]["verdict"] == "higher"
+    assert entry["metrics"]["full/NDCG@10"]["verdict"] == "tie"
+    assert "uniform/HR@10" not in entry["metrics"]  # not measured in either
+    write_report(str(tmp_path), "sampled_softmax", "sampled_softmax", runs, records, [])
+    report = (tmp_path / "sampled_softmax.md").read_text(encoding="utf-8")
+    assert ("| bert4rec-sampled | bert4rec | 20 vs 10 | 0.2600 vs 0.2908 (-10.6%, lower) | "
+            "0.1700 vs 0.1722 (-1.3%, tie) |  | 0.0400 vs 0.0354 (+13.0%, higher) | 0.0191 vs 0.0191 (+0.0%, tie) |"
+            ) in report
+    assert "| bert4rec-sampled (sampled softmax: not the paper's loss) |" in report
