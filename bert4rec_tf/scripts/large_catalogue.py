@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=30.0, help="training time budget")
     parser.add_argument("--eval_users", type=int, default=10_000, help="users validated, tested and evaluated")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sparse_updates", action="store_true",
+                        help="train with train.sparse_updates=true (only the item rows a batch touched move)")
     args = parser.parse_args(argv)
 
     root = os.path.abspath(args.work_dir)
@@ -143,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     # The cpu-30m recipe's settings (dynamic masking, batch 128, rate 3e-3), with the time asked for.
     settings = ["--recipe", "cpu-30m", "--time_budget", f"{args.minutes * 60:.0f}s",
                 "--config", f"train.eval_users={args.eval_users}"]
+    if args.sparse_updates:
+        settings += ["--config", "train.sparse_updates=true"]
     stages = {
         "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, "--config", "static_instances=false",
                     "--config", "train.dynamic_masking=true"],
@@ -167,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
           + (f" (POP's validation full Recall@10 {pop['Recall@10']:.4f}, NDCG@10 {pop['NDCG@10']:.4f})"
              if pop else ""), flush=True)
     write_json_atomic(os.path.join(root, "report.json"),
-                      {"stages": report, "test": results["test"], "above_pop": results.get("above_pop"),
-                       "pop_validation": results.get("pop_validation")})
+                      {"stages": report, "train_settings": settings, "test": results["test"],
+                       "above_pop": results.get("above_pop"), "pop_validation": results.get("pop_validation")})
     return 0
 
 

@@ -30,3 +30,23 @@ def test_synthetic_interactions_cover_the_catalogue_and_plant_the_pattern(tmp_pa
 def test_too_small_a_request_is_refused():
     with pytest.raises(ValueError, match="need at least 11 items"):
         large_catalogue.interactions(10, 5, 1_000, 1)
+
+
+@pytest.mark.slow
+def test_every_stage_runs_and_reports_its_time_and_memory(tmp_path):
+    """The whole script on a tiny catalogue: each stage in its own process, the report's wall times,
+    peak memory and test metrics, and the training settings it asked for."""
+    import json
+
+    code = large_catalogue.main(["--work_dir", str(tmp_path), "--users", "300", "--items", "2000",
+                                 "--interactions", "12000", "--minutes", "0.2", "--eval_users", "100",
+                                 "--sparse_updates"])
+    assert code == 0
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert set(report["stages"]) == {"prepare", "train", "evaluate", "serve"}
+    for stage in report["stages"].values():
+        assert stage["exit"] == 0 and stage["seconds"] > 0 and 0 < stage["peak_gb"] < 8
+    assert "train.sparse_updates=true" in report["train_settings"]
+    assert 0 <= report["test"]["full"]["Recall@10"] <= 1
+    results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    assert results["evaluated_users"] == 100
