@@ -210,8 +210,8 @@ def departures(rows: list[dict], runs: list[Run]) -> list[dict]:
             ours, base = mine.get(key), theirs.get(key)
             if ours is None or base is None:
                 continue
-            margin = noise_margin(ours, base, users)
-            verdict = "tie" if abs(ours - base) <= margin else ("higher" if ours > base else "lower")
+            verdict = {"holds": "higher", "reversed": "lower", "tie": "tie"}[
+                _verdict(ours - base, noise_margin(ours, base, users))]
             metrics[key] = {"ours": ours, "theirs": base, "relative": (ours - base) / base if base else None,
                             "verdict": verdict}
         found.append({"dataset": run.dataset, "run": run.setting, "against": run.against,
