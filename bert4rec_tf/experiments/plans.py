@@ -146,12 +146,13 @@ def _sampled_softmax(dataset: str) -> list[Run]:
     # The sampled head (`--loss sampled_softmax`, not the papers' loss) beside the exact runs of
     # Table 2 it replaces (the same settings, so their records are shared), and sparse updates of the
     # item table beside the sampled head they speed up.
+    exact = {run.setting: run for run in _table2(dataset)}
     sampled = ("--loss", "sampled_softmax")
-    return [Run(dataset, "bert4rec", "bert4rec"),
+    return [exact["bert4rec"],
             Run(dataset, "bert4rec-sampled", "bert4rec", sampled, against="bert4rec"),
             Run(dataset, "bert4rec-sampled-sparse", "bert4rec", sampled + _config("train.sparse_updates=true"),
                 against="bert4rec-sampled"),
-            Run(dataset, "sasrec-ce", "sasrec", ("--loss", "ce")),
+            exact["sasrec-ce"],
             Run(dataset, "sasrec-ce-sampled", "sasrec", sampled, against="sasrec-ce")]
 
 

@@ -8,9 +8,9 @@
 Experiments: table2 (the BERT4Rec paper's nine methods: POP, BPR-MF, NCF, FPMC, GRU4Rec, GRU4Rec+,
 Caser, SASRec with bce and with ce, BERT4Rec; and BERT4Rec with 1 mask and with the matching task),
 sampled_softmax (BERT4Rec and SASRec with the sampled head, not the papers' loss, beside their exact
-runs, and sparse updates of the item table), ablation (the BERT4Rec paper's Table 5 and the matching paper's only-mask and
-only-matching rows), mask_proportion (rho 0.1 ... 0.9), max_len (the paper's Table 4 lengths, with the
-training samples/s) and hidden_size (d 16 ... 256).
+runs, and sparse updates of the item table), ablation (the BERT4Rec paper's Table 5 and the matching
+paper's only-mask and only-matching rows), mask_proportion (rho 0.1 ... 0.9), max_len (the paper's
+Table 4 lengths, with the training samples/s) and hidden_size (d 16 ... 256).
 
 Each run is an ordinary model directory, `<out>/runs/<dataset>-<setting>`, trained by bert4rec-train
 (bert4rec-evaluate and TensorBoard read it). Re-running the same command skips finished runs and resumes
