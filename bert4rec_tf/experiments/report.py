@@ -28,7 +28,7 @@ PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR")
                     "uniform": ("HR@10", "NDCG@10", "MRR"),
                     "full": ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")}
 COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
-            "date", "above_pop", "sampled_softmax", "evaluated_users"]
+            "date", "above_pop", "sampled_softmax", "evaluated_users", "tested_users"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
 
@@ -41,7 +41,8 @@ def report_rows(records: list[dict]) -> list[dict]:
     training instances over that time. `above_pop`: whether the best validation was clearly above
     POP's (`bert4rec_tf.training.trainer.pop_warning`); None for records made before it was measured.
     `evaluated_users`: "N of M" when the run was validated and tested on a sample of its users
-    (`train.eval_users`), else None.
+    (`train.eval_users`), else None; `tested_users` the number of users its test metrics average
+    (the sample's, else the data set's, `tested_users`), which the two-standard-error margins use.
     """
     rows = []
     for record in records:
@@ -53,7 +54,8 @@ def report_rows(records: list[dict]) -> list[dict]:
                 "commit": record.get("commit"), "date": record.get("date"), "above_pop": record.get("above_pop"),
                 "sampled_softmax": _trains_sampled_softmax(record["settings"]),
                 "evaluated_users": (f"{record['evaluated_users']} of {record['users']}" if "evaluated_users" in record
-                                    else None)}
+                                    else None),
+                "tested_users": record.get("evaluated_users") or tested_users(record["dataset"])}
         for protocol, metrics in PROTOCOL_METRICS.items():
             for metric in metrics:
                 base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
@@ -101,6 +103,13 @@ def noise_margin(first: float, second: float, users: int | None) -> float:
     return 2.0 * math.sqrt((first * (1 - first) + second * (1 - second)) / users)
 
 
+def _fewest_tested(*rows: dict) -> int | None:
+    """The fewest users any of `rows` was tested on (None when none says): the margin of their
+    difference is taken over the smaller sample."""
+    counts = [row["tested_users"] for row in rows if row.get("tested_users")]
+    return min(counts) if counts else None
+
+
 def orderings(rows: list[dict]) -> list[dict]:
     """Pairs of runs of one data set that a paper ranks against each other (both published under the
     same protocol, metric and source), with whether our runs keep the published order.
@@ -108,8 +117,8 @@ def orderings(rows: list[dict]) -> list[dict]:
     Ablation runs pair with the default only (the paper's question is each change against it); other
     runs pair with every other. Only HR@10, Recall@10 and NDCG@10 are compared. `holds` is None when
     either side ties: the published numbers are equal, or ours differ by less than `noise_margin` (two
-    standard errors over the data set's test users, `tested_users`), e.g. 0.6856 against 0.6866 on
-    ML-1m's 6,040 users. Table 2's numbers pair through `table2_orderings` instead.
+    standard errors over the users both runs were tested on, `_fewest_tested`), e.g. 0.6856 against
+    0.6866 on ML-1m's 6,040 users. Table 2's numbers pair through `table2_orderings` instead.
     """
     groups: dict[tuple, dict[str, dict]] = {}
     for row in rows:
@@ -130,7 +139,7 @@ def orderings(rows: list[dict]) -> list[dict]:
             first, second = by_setting[a], by_setting[b]
             published = first["published"] - second["published"]
             ours = first["ours"] - second["ours"]
-            margin = noise_margin(first["ours"], second["ours"], tested_users(dataset))
+            margin = noise_margin(first["ours"], second["ours"], _fewest_tested(first, second))
             holds = None if published == 0 or abs(ours) <= margin else (published > 0) == (ours > 0)
             pairs.append({"dataset": dataset, "first": a, "second": b, "protocol": protocol, "metric": metric,
                           "source": source, "published": (first["published"], second["published"]),
@@ -149,16 +158,18 @@ def table2_orderings(rows: list[dict]) -> list[dict]:
     An ordering "A above B" is judged on its weakest link: the lowest of A against the highest of B,
     in the paper's numbers (all its methods) and, separately, in ours (the methods with a finished
     run; `missing` names the others), so the two links may be different methods. It holds when that
-    gap is above two standard errors (`noise_margin` over the data set's test users), is reversed
-    when below minus that, and is a tie otherwise; the paper's numbers are judged with the same
-    margin. Example: on Beauty the paper has GRU4Rec+ 0.2654 and SASRec 0.2653 HR@10, so "SASRec
+    gap is above two standard errors (`noise_margin` over the users both runs were tested on; the
+    paper's over the data set's test users), is reversed when below minus that, and is a tie
+    otherwise. Example: on Beauty the paper has GRU4Rec+ 0.2654 and SASRec 0.2653 HR@10, so "SASRec
     above GRU4Rec+ and Caser" is a tie in the paper's own numbers.
     """
     methods = {setting: method for method, setting in TABLE2_SETTINGS.items()}
     ours: dict[tuple[str, str, str], float] = {}  # (dataset, method, metric) -> ours
+    tested: dict[tuple[str, str], int | None] = {}  # (dataset, method) -> the users its test averages
     for row in rows:
         if row["source"] == TABLE2_SOURCE and row["ours"] is not None and row["setting"] in methods:
             ours[(row["dataset"], methods[row["setting"]], row["published_metric"])] = row["ours"]
+            tested[(row["dataset"], methods[row["setting"]])] = _fewest_tested(row)
     results = []
     for dataset in dict.fromkeys(key[0] for key in ours):
         users = tested_users(dataset)
@@ -178,7 +189,8 @@ def table2_orderings(rows: list[dict]) -> list[dict]:
                     weakest = min((m for m in above if m in values), key=values.get)
                     strongest = max((m for m in below if m in values), key=values.get)
                     low, high = values[weakest], values[strongest]
-                    margin = noise_margin(low, high, users)
+                    counts = [tested.get((dataset, method)) for method in (weakest, strongest)] if side == "ours" else []
+                    margin = noise_margin(low, high, min([c for c in counts if c] or [users]))
                     entry[side] = {"above": weakest, "below": strongest, "values": (low, high), "margin": margin,
                                    "verdict": _verdict(low - high, margin)}
                 results.append(entry)
@@ -203,8 +215,7 @@ def departures(rows: list[dict], runs: list[Run]) -> list[dict]:
         mine, theirs = by_run.get(run.name), by_run.get(f"{run.dataset}-{run.against}")
         if mine is None or theirs is None:
             continue
-        samples = [int(row["evaluated_users"].split()[0]) for row in (mine, theirs) if row.get("evaluated_users")]
-        users = min(samples) if samples else tested_users(run.dataset)
+        users = _fewest_tested(mine, theirs)
         metrics = {}
         for key, _ in DEPARTURE_METRICS:
             ours, base = mine.get(key), theirs.get(key)

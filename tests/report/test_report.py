@@ -100,6 +100,29 @@ def test_an_order_within_the_test_sets_noise_is_a_tie():
     assert [c["ours"]["verdict"] for c in table2_orderings(report_rows(apart))] == ["holds"]  # 0.0100 > 0.0063
 
 
+def test_a_run_tested_on_a_sample_of_users_widens_the_margin_to_its_sample():
+    """The same 0.0100 gap on Beauty is a tie when one side was tested on 1,000 users (two standard
+    errors of the difference over 1,000 users: 0.0400), in the orderings and beside a departure."""
+    from bert4rec_tf.experiments.report import departures, table2_orderings
+
+    sampled = [fake_record("beauty", "bert4rec", {"pop": {"HR@10": 0.2908}}),
+               {**fake_record("beauty", "sasrec-bce", {"pop": {"HR@10": 0.2808}}), "evaluated_users": 1000,
+                "users": 40226}]
+    rows = report_rows(sampled)
+    assert {row["setting"]: row["tested_users"] for row in rows} == {"bert4rec": 40226, "sasrec-bce": 1000}
+    claims = table2_orderings(rows)
+    assert [c["ours"]["verdict"] for c in claims] == ["tie"]
+    assert claims[0]["ours"]["margin"] == pytest.approx(2 * ((0.2908 * 0.7092 + 0.2808 * 0.7192) / 1000) ** 0.5)
+    sampled_plan = plan("sampled_softmax", ["beauty"])
+    records = [fake_record("beauty", "bert4rec", {"pop": {"HR@10": 0.2908}}),
+               {**fake_record("beauty", "bert4rec-sampled", {"pop": {"HR@10": 0.2808}}), "evaluated_users": 1000,
+                "users": 40226}]
+    pairs = departures(report_rows(records), sampled_plan)
+    assert pairs[0]["metrics"]["pop/HR@10"]["verdict"] == "tie"
+    records[1] = fake_record("beauty", "bert4rec-sampled", {"pop": {"HR@10": 0.2808}})  # every user: a real gap
+    assert departures(report_rows(records), sampled_plan)[0]["metrics"]["pop/HR@10"]["verdict"] == "lower"
+
+
 def test_links_in_the_notes_hold_from_the_report_that_quotes_them():
     from bert4rec_tf.experiments.report import rebase_links
     text = ("See [runs](../../experiments.md#best-runs), [ablation](../ablation.md), [here](figure.png), "
