@@ -145,9 +145,11 @@ def _hidden_size(dataset: str) -> list[Run]:
 def _sampled_softmax(dataset: str) -> list[Run]:
     # The sampled head (`--loss sampled_softmax`, not the papers' loss) beside the exact runs of
     # Table 2 it replaces (the same settings, so their records are shared), and sparse updates of the
-    # item table beside the sampled head they speed up.
+    # item table beside the sampled head they speed up. The negatives are drawn in proportion to the
+    # items' training counts (logQ-corrected): uniform ones, which rarely include the popular items,
+    # trained far slower on Beauty (docs/speed.md).
     exact = {run.setting: run for run in _table2(dataset)}
-    sampled = ("--loss", "sampled_softmax")
+    sampled = ("--loss", "sampled_softmax") + _config("model.negative_alpha=1.0")
     return [exact["bert4rec"],
             Run(dataset, "bert4rec-sampled", "bert4rec", sampled, against="bert4rec"),
             Run(dataset, "bert4rec-sampled-sparse", "bert4rec", sampled + _config("train.sparse_updates=true"),
