@@ -97,6 +97,10 @@ class ModelConfig:
         bpr_max_reg: the score regularisation lambda of GRU4Rec+'s BPR-max loss.
         sampled_negatives: K, the negatives a batch shares under `loss` "sampled_softmax" (drawn by
             training popularity ** `negative_alpha`, uniform at 0).
+        padding_free: the Transformer models' per-position work on the real positions only: "on",
+            "off", or "auto" (on when the training windows are less than half full on average,
+            `bert4rec_tf.models.base.packs_positions`). The outputs are the same either way, within
+            float32 rounding; only the speed differs.
     """
 
     name: str = "bert4rec"
@@ -124,6 +128,7 @@ class ModelConfig:
     vertical_filters: int = 4
     bpr_max_reg: float = 1.0
     sampled_negatives: int = 1024
+    padding_free: str = "auto"
 
 
 @dataclasses.dataclass
@@ -224,6 +229,8 @@ class ExperimentConfig:
         _require(model.intermediate_size >= 1, "intermediate_size", model.intermediate_size, "at least 1")
         for name in ("train_negatives", "next_targets", "conv_filters", "sampled_negatives"):
             _require(getattr(model, name) >= 1, name, getattr(model, name), "at least 1")
+        _require(model.padding_free in ("auto", "on", "off"), "padding_free", model.padding_free,
+                 'one of "auto", "on", "off"')
         _require(model.vertical_filters >= 0, "vertical_filters", model.vertical_filters, "at least 0")
         for name in ("negative_alpha", "l2", "bpr_max_reg"):
             value = getattr(model, name)

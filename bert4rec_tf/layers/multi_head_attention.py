@@ -3,6 +3,7 @@
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert4rec_tf.constants import ATTENTION_MASK_VALUE
@@ -81,31 +82,60 @@ class MultiHeadAttention(keras.layers.Layer):
             [batch, seq_len, hidden_size], and with `return_attention_scores` also the
             probabilities [batch, num_heads, seq_len, seq_len] (queries x keys).
         """
-        seq_len = ops.shape(inputs)[1]
+        context, probs = self._attend(self.query_dense(inputs), self.key_dense(inputs), self.value_dense(inputs),
+                                      padding_mask, training)
+        outputs = self.output_dense(context)
+        if return_attention_scores:
+            return outputs, probs
+        return outputs
+
+    def call_packed(self, packed, index, count, shape, padding_mask, training=None):
+        """`call` for the real positions only (`TransformerBlock.call_packed`): the projections run on
+        the real rows, the attention on the window, padded with zero keys and values (masked).
+
+        Args:
+            packed: [rows, hidden_size] the packed states: the real positions' first.
+            index: int64 [rows, 2] (row, position) of each packed row.
+            count: the number of real positions (the first rows of `packed`).
+            shape: int64 [3] the window's shape [batch, seq_len, hidden_size].
+            padding_mask: [batch, seq_len], 1 at real items, 0 at padding.
+            training: enables dropout.
+
+        Returns:
+            [rows, hidden_size] (each row the context at its `index`), and the probabilities
+            [batch, num_heads, seq_len, seq_len].
+        """
+        projected = ops.concatenate([self.query_dense(packed), self.key_dense(packed), self.value_dense(packed)],
+                                    axis=-1)  # [rows, 3 * hidden]
+        window_shape = tf.concat([shape[:2], [3 * self.hidden_size]], axis=0)
+        window = tf.scatter_nd(index[:count], projected[:count], window_shape)  # zeros at the padding
+        query, key, value = ops.split(window, 3, axis=-1)  # [batch, seq_len, hidden] each
+        context, probs = self._attend(query, key, value, padding_mask, training)
+        return self.output_dense(tf.gather_nd(context, index)), probs
+
+    def _attend(self, query, key, value, padding_mask, training):
+        """The heads' attention of the projected [batch, seq_len, hidden] queries, keys and values:
+        the context [batch, seq_len, hidden] and the probabilities [batch, heads, seq_len, seq_len]."""
+        batch_and_length = ops.shape(query)[:2]
+        seq_len = batch_and_length[1]
 
         def split_heads(x):  # [batch, seq_len, hidden] -> [batch, heads, seq_len, head_size]
             x = ops.reshape(x, (-1, seq_len, self.num_heads, self.head_size))
             return ops.transpose(x, (0, 2, 1, 3))
 
-        query = split_heads(self.query_dense(inputs) * (1.0 / math.sqrt(self.head_size)))
-        key = split_heads(self.key_dense(inputs))
-        value = split_heads(self.value_dense(inputs))
-
+        query = split_heads(query * (1.0 / math.sqrt(self.head_size)))
+        key, value = split_heads(key), split_heads(value)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [batch, heads, seq, seq]
         scores = ops.cast(scores, "float32")
         if padding_mask is None and self.causal:
-            padding_mask = ops.ones(ops.shape(inputs)[:2], dtype="int32")
+            padding_mask = ops.ones(batch_and_length, dtype="int32")
         if padding_mask is not None:
             allowed = ops.expand_dims(attention_mask(padding_mask, self.causal), 1)
             scores = scores + (1.0 - ops.cast(allowed, "float32")) * ATTENTION_MASK_VALUE
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         context = ops.matmul(self.probs_dropout(probs, training=training), value)
         context = ops.transpose(context, (0, 2, 1, 3))  # [batch, seq_len, heads, head_size]
-        context = ops.reshape(context, (-1, seq_len, self.hidden_size))  # [batch, seq, hidden]
-        outputs = self.output_dense(context)
-        if return_attention_scores:
-            return outputs, probs
-        return outputs
+        return ops.reshape(context, (-1, seq_len, self.hidden_size)), probs
 
     def get_config(self) -> dict:
         config = super().get_config()

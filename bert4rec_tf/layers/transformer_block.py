@@ -129,6 +129,44 @@ class TransformerBlock(keras.layers.Layer):
             return outputs, probs
         return outputs
 
+    def call_packed(self, packed, index, count, shape, padding_mask, training=None):
+        """`call` on the real positions only: the same outputs there, without the per-position work
+        on padding.
+
+        The attention itself runs on the window's shape (`MultiHeadAttention.call_packed`: the
+        projections of the real rows are scattered into a zero window, the context gathered back).
+        Everything that acts on each position alone (the projections, the dropouts, the residual
+        additions, the LayerNorms and the feed-forward network) runs on the real rows. Padded keys
+        are masked in the attention, so what the padding rows hold changes no real row.
+
+        Args:
+            packed: [rows, hidden_size] the real positions' states, in `index` order, then
+                `rows - count` rows that no output reads.
+            index: int64 [rows, 2] (row, position) of each packed row; the first `count` are the
+                real positions.
+            count: the number of real positions.
+            shape: int64 [3] the window's shape [batch, seq_len, hidden_size].
+            padding_mask: [batch, seq_len], 1 at real items, 0 at padding.
+            training: enables dropout.
+
+        Returns:
+            [rows, hidden_size], and the attention probabilities [batch, num_heads, seq_len, seq_len].
+        """
+        attention, probs = self.self_attention.call_packed(packed, index, count, shape, padding_mask,
+                                                           training=training)
+        outputs = self._add_and_norm(
+            packed,
+            self.attention_output_dropout(attention, training=training),
+            self.attention_layer_norm,
+        )
+        if self.use_ffn:
+            outputs = self._add_and_norm(
+                outputs,
+                self.feed_forward_dropout(self.feed_forward(outputs, training=training), training=training),
+                self.feed_forward_layer_norm,
+            )
+        return outputs, probs
+
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(

@@ -7,8 +7,8 @@ from keras import ops
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
-from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, run_blocks, sampled_softmax_sampler,
-                                     transformer_blocks)
+from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, packs_positions, run_blocks,
+                                     sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import (masked_lm_loss, pooled_mean, sampled_softmax_cross_entropy,
                                        tied_softmax_cross_entropy)
@@ -107,6 +107,8 @@ class BERT4Rec(SequentialRecommender):
         self.transformer_blocks = transformer_blocks(config, self.dtype_policy)
         self.head = MaskedItemHead(self.embedding, dtype="float32", name="masked_item_head")
         self.sampler = sampled_softmax_sampler(config)
+        # Decided again from the training data by `fit_statistics` when "auto".
+        self.pack_positions = config.padding_free == "on"
 
     def build(self, input_shape=None):
         """Creates every weight; the shapes come from the configuration, not `input_shape`."""
@@ -119,8 +121,11 @@ class BERT4Rec(SequentialRecommender):
         self.built = True
 
     def fit_statistics(self, train_sequences: list) -> None:
-        """The sampled softmax's sampler takes the items' training counts (nothing to take otherwise)."""
+        """The sampled softmax's sampler takes the items' training counts; `model.padding_free` "auto"
+        is decided by how full the training windows are (`packs_positions`)."""
         fit_sampler(self.sampler, train_sequences)
+        self.pack_positions = packs_positions(self.model_config.padding_free, train_sequences,
+                                              self.model_config.max_len)
 
     def encode(self, features: dict, training=None, return_attention_scores: bool = False):
         """The Transformer's sequence output.
@@ -137,7 +142,8 @@ class BERT4Rec(SequentialRecommender):
         if not self.built:
             self.build()
         hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
-        hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, features["input_mask"], training)
+        hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, features["input_mask"], training,
+                                               packed=self.pack_positions)
         if return_attention_scores:
             return hidden, attention_scores
         return hidden

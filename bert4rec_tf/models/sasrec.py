@@ -8,8 +8,8 @@ from keras import ops
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.layers import ItemEmbedding
-from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, run_blocks, sampled_softmax_sampler,
-                                     transformer_blocks)
+from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, packs_positions, run_blocks,
+                                     sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import next_item_bce_loss, next_item_ce_loss, next_item_sampled_softmax_loss
 
@@ -58,6 +58,8 @@ class SASRec(SequentialRecommender):
         )
         self.transformer_blocks = transformer_blocks(config, self.dtype_policy, causal=True, activation="relu")
         self.sampler = sampled_softmax_sampler(config)
+        # Decided again from the training data by `fit_statistics` when "auto".
+        self.pack_positions = config.padding_free == "on"
 
     def build(self, input_shape=None):
         """Creates every weight; the shapes come from the configuration."""
@@ -79,7 +81,8 @@ class SASRec(SequentialRecommender):
             self.build()
         padding_mask = ops.cast(features["input_ids"] != PAD_ID, "int32")
         hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
-        hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, padding_mask, training)
+        hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, padding_mask, training,
+                                               packed=self.pack_positions)
         if return_attention_scores:
             return hidden, attention_scores
         return hidden
@@ -116,8 +119,11 @@ class SASRec(SequentialRecommender):
                                               self.sampler.log_q)
 
     def fit_statistics(self, train_sequences: list) -> None:
-        """The sampled softmax's sampler takes the items' training counts (nothing to take otherwise)."""
+        """The sampled softmax's sampler takes the items' training counts; `model.padding_free` "auto"
+        is decided by how full the training windows are (`packs_positions`)."""
         fit_sampler(self.sampler, train_sequences)
+        self.pack_positions = packs_positions(self.model_config.padding_free, train_sequences,
+                                              self.model_config.max_len)
 
     def history_inputs(self, history) -> dict:
         """The latest max_len known items, padded on the left: `input_ids` int32 [batch, min(L, max_len)]."""

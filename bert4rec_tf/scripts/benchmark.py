@@ -17,6 +17,8 @@ data (--source_files), as train.py makes them, padding-aware (each batch trimmed
 sequence, `train.length_groups` as the recipe has it) and, beside it, full-width in stream order (train.length_groups 0, the
 batches before padding-aware training). The batches are made first and timed apart (the input
 pipeline's own rate); the share of the float32 limit counts the work of each batch's own width.
+`real` is the share of the timed batches' positions that hold an item, `packed` whether the
+Transformer blocks run on those positions only (`model.padding_free`, decided from the data).
 `head ms` is the floor of the exact full-softmax head at the batches' mean number of masked slots:
 the time of its three float32 matrix products alone (logits, and the gradients of the hidden
 states and of the item table), which no change around them can remove.
@@ -321,7 +323,10 @@ def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int 
                 floor = head_products_seconds(rows, config.vocab_size, config.hidden_size)
                 head = f"{floor * 1000:>9.1f}"
     label = "full width" if groups == 0 else "padding-aware"
-    line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {seconds * 1000:>9.1f} "
+    real = np.mean([np.mean(np.asarray(batch["input_ids"]) != 0) for batch in timed])
+    packed = {True: "yes", False: "no"}.get(getattr(model, "pack_positions", None), "n/a")
+    line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {real:>6.0%} {packed:>6} "
+            f"{seconds * 1000:>9.1f} "
             f"{rate:>10.1f} {share} {pipeline:>10.0f} {head}")
     if args.profile:
         line += "\n" + profile_table(lambda: model.train_on_batch(timed[0]))
@@ -332,8 +337,8 @@ def main_real(args: argparse.Namespace, limit: float) -> None:
     """The --real table: each data set, padding-aware batches and full-width ones, side by side."""
     from bert4rec_tf.config import TrainConfig
 
-    header = (f"{'dataset':<8} {'model':<15} {'batches':<14} {'width':>6} {'ms/step':>9} {'samples/s':>10} "
-              f"{'of limit':>8} {'input/s':>10} {'head ms':>9}")
+    header = (f"{'dataset':<8} {'model':<15} {'batches':<14} {'width':>6} {'real':>6} {'packed':>6} {'ms/step':>9} "
+              f"{'samples/s':>10} {'of limit':>8} {'input/s':>10} {'head ms':>9}")
     settings = "".join(f", --config {override}" for override in args.config)
     print(f"real batches: --model {args.model}, --recipe {args.recipe}"
           + (f", --loss {args.loss}" if args.loss else "") + settings)

@@ -26,6 +26,9 @@ pytestmark = pytest.mark.slow
 ITEMS = [f"i{k}" for k in range(1, 21)]
 HISTORIES = [["i1", "", "i2", "nope", "i3"], ["", "", "", "", "i7"]]
 USERS = ["u1", "u2"]
+# Every model, and the Transformer models again with their blocks on the real positions only
+# (`model.padding_free` "on").
+NAMES = sorted(TASKS) + ["bert4rec:padding_free", "sasrec:padding_free"]
 
 # argv: a JSON object {name: export folder}, the histories; prints {name: what the export answered}.
 LOADER = WITHOUT_PACKAGE + r"""
@@ -52,13 +55,16 @@ print(json.dumps(answers))
 def served(tmp_path_factory):
     """{name: (Keras model, what a fresh process got from its export)} for every registered model."""
     models, directories = {}, {}
-    for name in sorted(TASKS):
-        config = ModelConfig(name=name, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
-                             intermediate_size=16, num_layers=1, loss=TASKS[name].losses[0], num_users=len(USERS))
-        models[name] = TASKS[name].build_model(config)
+    for name in NAMES:
+        family, _, packed = name.partition(":")
+        config = ModelConfig(name=family, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
+                             intermediate_size=16, num_layers=1, loss=TASKS[family].losses[0], num_users=len(USERS),
+                             padding_free="on" if packed else "auto")
+        models[name] = TASKS[family].build_model(config)
         models[name].fit_statistics([np.arange(1, 21) % 7 + 1, np.arange(1, 5)])
         directories[name] = export_saved_model(models[name], np.array(ITEMS),
-                                               str(tmp_path_factory.mktemp(name) / "export"), user_ids=np.array(USERS))
+                                               str(tmp_path_factory.mktemp(name.replace(":", "-")) / "export"),
+                                               user_ids=np.array(USERS))
     result = subprocess.run([sys.executable, "-c", LOADER, json.dumps(directories), json.dumps(HISTORIES),
                              json.dumps(USERS)],
                             capture_output=True, text=True, timeout=600)
@@ -67,7 +73,7 @@ def served(tmp_path_factory):
     return {name: (models[name], answers[name]) for name in models}
 
 
-@pytest.mark.parametrize("name", sorted(TASKS))
+@pytest.mark.parametrize("name", NAMES)
 def test_model_serves_three_signatures_from_a_fresh_process(name, served):
     model, out = served[name]
     assert out["signatures"] == ["score_candidates", "serving_default", "user_embedding"]
@@ -79,3 +85,4 @@ def test_model_serves_three_signatures_from_a_fresh_process(name, served):
                                atol=1e-5)
     assert out["dtype"] == "float32"
     assert not {"i1", "i2", "i3"} & set(out["item_ids"][0]) and "i7" not in out["item_ids"][1]
+    assert getattr(model, "pack_positions", False) is name.endswith(":padding_free")
