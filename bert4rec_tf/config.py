@@ -153,12 +153,17 @@ class TrainConfig:
     sparse (lookups only: the item table under `--loss sampled_softmax`) has only the rows of the
     batch updated, moments and weight decay included; off by default (every row moves at every step,
     as the original's AdamW).
+
+    `decay` (true: the original's schedule) decays the learning rate linearly to 0 at the last step
+    after the warm-up; false keeps it at `learning_rate` after the warm-up (the SASRec paper's Adam at
+    a constant rate, with `warmup_steps` 0 and `weight_decay` 0).
     """
 
     batch_size: int = 256
     learning_rate: float = 1e-4
     train_steps: int = 400_000
     warmup_steps: int = constants.WARMUP_STEPS
+    decay: bool = True
     weight_decay: float = constants.WEIGHT_DECAY_RATE
     clip_norm: float = constants.CLIP_NORM
     dynamic_masking: bool = False

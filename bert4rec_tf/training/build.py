@@ -50,7 +50,8 @@ def build_trainee(config: ExperimentConfig, prepared, train: list[np.ndarray]) -
     model.fit_statistics(train)
     if not task.trains:
         return Trainee(task, model, None, None)
-    schedule = WarmupLinearDecay(config.train.learning_rate, config.train.warmup_steps, config.train.train_steps)
+    schedule = WarmupLinearDecay(config.train.learning_rate, config.train.warmup_steps, config.train.train_steps,
+                                 config.train.decay)
     model.compile(optimizer=make_optimizer(config.train, model.trainable_variables, schedule), jit_compile=False)
     return Trainee(task, model, schedule, training_stream(task, config, prepared, train))
 

@@ -17,7 +17,8 @@ from bert4rec_tf.config import TrainConfig
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """lr * step / warmup before `warmup_steps`, then lr * (1 - step / total_steps), 0 from the end on.
+    """lr * step / warmup before `warmup_steps`, then lr * (1 - step / total_steps), 0 from the end on
+    (with `decay` False: lr from the end of the warm-up on).
 
     `total_steps` is a variable: under a time budget the trainer moves the end of the schedule as it
     learns how many steps the budget affords (`set_total_steps`), without retracing the train step.
@@ -26,11 +27,13 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         learning_rate: the peak rate.
         warmup_steps: steps of linear warm-up from 0.
         total_steps: the step at which the rate reaches 0.
+        decay: False keeps the peak rate after the warm-up (`train.decay`).
     """
 
-    def __init__(self, learning_rate: float, warmup_steps: int, total_steps: int):
+    def __init__(self, learning_rate: float, warmup_steps: int, total_steps: int, decay: bool = True):
         self.learning_rate = learning_rate
         self.warmup_steps = warmup_steps
+        self.decay = decay
         self.total = keras.Variable(float(total_steps), dtype="float32", trainable=False, name="total_steps")
 
     @property
@@ -43,7 +46,10 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
-        decayed = self.learning_rate * ops.maximum(0.0, 1.0 - step / self.total)
+        if self.decay:
+            decayed = self.learning_rate * ops.maximum(0.0, 1.0 - step / self.total)
+        else:
+            decayed = self.learning_rate * ops.ones_like(step)
         if self.warmup_steps <= 0:
             return decayed
         warmup = self.learning_rate * step / float(self.warmup_steps)
@@ -51,7 +57,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def get_config(self) -> dict:
         return {"learning_rate": self.learning_rate, "warmup_steps": self.warmup_steps,
-                "total_steps": self.total_steps}
+                "total_steps": self.total_steps, "decay": self.decay}
 
 
 def decay_excluded(variables) -> list:
@@ -143,7 +149,8 @@ def make_optimizer(config: TrainConfig, trainable_variables,
             `config.train_steps`).
     """
     optimizer = (SparseRowsAdamW if config.sparse_updates else AdamW)(
-        learning_rate=schedule or WarmupLinearDecay(config.learning_rate, config.warmup_steps, config.train_steps),
+        learning_rate=schedule or WarmupLinearDecay(config.learning_rate, config.warmup_steps, config.train_steps,
+                                                                config.decay),
         weight_decay=config.weight_decay,
         beta_1=constants.ADAM_BETA_1,
         beta_2=constants.ADAM_BETA_2,

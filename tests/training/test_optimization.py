@@ -40,6 +40,27 @@ def test_schedule_start_end_of_warmup_and_last_step():
     assert value(1000) == 0.0 and value(1200) == 0.0
 
 
+def test_a_schedule_without_decay_keeps_the_rate_after_the_warmup():
+    schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=100, decay=False)
+    value = lambda step: float(ops.convert_to_numpy(schedule(step)))  # noqa: E731
+    assert value(5) == pytest.approx(0.5e-3)
+    assert [value(step) for step in (10, 99, 100, 5000)] == pytest.approx([1e-3] * 4)
+    constant = WarmupLinearDecay(1e-3, warmup_steps=0, total_steps=100, decay=False)
+    assert float(ops.convert_to_numpy(constant(0))) == pytest.approx(1e-3)
+    assert WarmupLinearDecay.from_config(schedule.get_config()).decay is False
+
+
+def test_train_decay_false_reaches_the_optimizers_schedule():
+    from bert4rec_tf.config import ExperimentConfig
+
+    config = ExperimentConfig()
+    config.override("train.decay", "false")
+    assert config.train.decay is False
+    config.train.train_steps, config.train.warmup_steps, config.train.learning_rate = 100, 0, 1e-3
+    schedule = make_optimizer(config.train, [])._learning_rate
+    assert float(ops.convert_to_numpy(schedule(99))) == pytest.approx(1e-3)
+
+
 def test_clipping_bounds_the_global_norm(model):
     optimizer = make_optimizer(TrainConfig(train_steps=10, clip_norm=5.0), model.trainable_variables)
     grads = [ops.ones(v.shape) * 10.0 for v in model.trainable_variables]
