@@ -5,8 +5,9 @@ Writes a custom-format `interactions.csv` (header user,item,timestamp) of --user
 process of its own, and prints each one's wall time and peak resident memory:
 
 1. `prepare_data.py --dataset custom` (dynamic masking: no TFRecords);
-2. `train.py --model bert4rec --loss sampled_softmax --recipe cpu-30m` for --minutes, validating and
-   testing on a fixed sample of --eval_users users (`train.eval_users`);
+2. `train.py --model bert4rec --loss sampled_softmax --recipe cpu-30m` for --minutes (negatives drawn
+   by popularity ** --negative_alpha), validating and testing on a fixed sample of --eval_users users
+   (`train.eval_users`);
 3. `evaluate.py --eval_users` (pop-100, uniform-100 and full ranking of every item);
 4. `recommend.py` for one user's history, through the exported SavedModel.
 
@@ -130,12 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sparse_updates", action="store_true",
                         help="train with train.sparse_updates=true (only the item rows a batch touched move)")
+    parser.add_argument("--negative_alpha", type=float, default=1.0,
+                        help="the sampled negatives' popularity exponent (model.negative_alpha; 0: uniform)")
+    parser.add_argument("--run_name", default="run",
+                        help="the run's folder in --work_dir: another name trains again on the same data")
     args = parser.parse_args(argv)
 
     root = os.path.abspath(args.work_dir)
     os.makedirs(root, exist_ok=True)
     source = os.path.join(root, "interactions.csv")
-    data_dir, model_dir = os.path.join(root, "data"), os.path.join(root, "run")
+    data_dir, model_dir = os.path.join(root, "data"), os.path.join(root, args.run_name)
     if not os.path.isfile(source):
         start = time.perf_counter()
         rows = write_interactions(source, args.users, args.items, args.interactions, args.seed)
@@ -144,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     data = ["--dataset", "custom", "--source_file", source, "--data_dir", data_dir]
     # The cpu-30m recipe's settings (dynamic masking, batch 128, rate 3e-3), with the time asked for.
     settings = ["--recipe", "cpu-30m", "--time_budget", f"{args.minutes * 60:.0f}s",
-                "--config", f"train.eval_users={args.eval_users}"]
+                "--config", f"train.eval_users={args.eval_users}", "--config", f"model.negative_alpha={args.negative_alpha}"]
     if args.sparse_updates:
         settings += ["--config", "train.sparse_updates=true"]
     stages = {
@@ -157,9 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         "serve": ["-m", "bert4rec_tf.scripts.recommend", "--model_dir", model_dir,
                   "--history", " ".join(str(k) for k in range(1, 21))],
     }
+    # The logs and the report of a run named other than "run" carry its name.
+    prefix = "" if args.run_name == "run" else f"{args.run_name}-"
     report = {}
     for name, arguments in stages.items():
-        report[name] = run_stage(name, arguments, os.path.join(root, f"{name}.log"))
+        report[name] = run_stage(name, arguments, os.path.join(root, f"{prefix}{name}.log"))
         if report[name]["exit"] != 0:
             return 1
     with open(os.path.join(model_dir, "results.json"), encoding="utf-8") as handle:
@@ -170,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
           f"NDCG@10 {full['NDCG@10']:.4f}; its validation above POP's: {results.get('above_pop')}"
           + (f" (POP's validation full Recall@10 {pop['Recall@10']:.4f}, NDCG@10 {pop['NDCG@10']:.4f})"
              if pop else ""), flush=True)
-    write_json_atomic(os.path.join(root, "report.json"),
+    write_json_atomic(os.path.join(root, f"{prefix}report.json"),
                       {"stages": report, "train_settings": settings, "test": results["test"],
                        "above_pop": results.get("above_pop"), "pop_validation": results.get("pop_validation")})
     return 0
