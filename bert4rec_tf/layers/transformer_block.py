@@ -114,17 +114,7 @@ class TransformerBlock(keras.layers.Layer):
         attention, probs = self.self_attention(
             inputs, padding_mask=padding_mask, training=training, return_attention_scores=True
         )
-        outputs = self._add_and_norm(
-            inputs,
-            self.attention_output_dropout(attention, training=training),
-            self.attention_layer_norm,
-        )
-        if self.use_ffn:
-            outputs = self._add_and_norm(
-                outputs,
-                self.feed_forward_dropout(self.feed_forward(outputs, training=training), training=training),
-                self.feed_forward_layer_norm,
-            )
+        outputs = self._after_attention(inputs, attention, training)
         if return_attention_scores:
             return outputs, probs
         return outputs
@@ -154,18 +144,20 @@ class TransformerBlock(keras.layers.Layer):
         """
         attention, probs = self.self_attention.call_packed(packed, index, count, shape, padding_mask,
                                                            training=training)
-        outputs = self._add_and_norm(
-            packed,
-            self.attention_output_dropout(attention, training=training),
-            self.attention_layer_norm,
-        )
+        return self._after_attention(packed, attention, training), probs
+
+    def _after_attention(self, inputs, attention, training):
+        """The block's per-position work after the attention: dropout, residual and LayerNorm, then the
+        feed-forward network's (any leading shape: the window, or the packed real rows)."""
+        outputs = self._add_and_norm(inputs, self.attention_output_dropout(attention, training=training),
+                                     self.attention_layer_norm)
         if self.use_ffn:
             outputs = self._add_and_norm(
                 outputs,
                 self.feed_forward_dropout(self.feed_forward(outputs, training=training), training=training),
                 self.feed_forward_layer_norm,
             )
-        return outputs, probs
+        return outputs
 
     def get_config(self) -> dict:
         config = super().get_config()
