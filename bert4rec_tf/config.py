@@ -63,6 +63,10 @@ class DataConfig:
     encoding: str = "utf-8"
 
 
+# `ModelConfig.padding_free`'s values (`bert4rec_tf.models.base.packs_positions`).
+PADDING_FREE_CHOICES = ("auto", "on", "off")
+
+
 @dataclasses.dataclass
 class ModelConfig:
     """BERT4Rec encoder and head; the `use_*` switches are the paper's ablations.
@@ -234,8 +238,8 @@ class ExperimentConfig:
         _require(model.intermediate_size >= 1, "intermediate_size", model.intermediate_size, "at least 1")
         for name in ("train_negatives", "next_targets", "conv_filters", "sampled_negatives"):
             _require(getattr(model, name) >= 1, name, getattr(model, name), "at least 1")
-        _require(model.padding_free in ("auto", "on", "off"), "padding_free", model.padding_free,
-                 'one of "auto", "on", "off"')
+        _require(model.padding_free in PADDING_FREE_CHOICES, "padding_free", model.padding_free,
+                 f"one of {', '.join(PADDING_FREE_CHOICES)}")
         _require(model.vertical_filters >= 0, "vertical_filters", model.vertical_filters, "at least 0")
         for name in ("negative_alpha", "l2", "bpr_max_reg"):
             value = getattr(model, name)

@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert4rec_tf.config import ModelConfig
+from bert4rec_tf.config import PADDING_FREE_CHOICES, ModelConfig
 from bert4rec_tf.layers import TransformerBlock
 
 
@@ -178,8 +178,6 @@ PACKED_ROWS_MULTIPLE = 256
 # layer: on Beauty's windows (13% full) it pays, on ML-1m's (57%) it costs more than it saves.
 PACK_BELOW_FILL = 0.5
 
-PADDING_FREE_CHOICES = ("auto", "on", "off")
-
 
 def window_fill(train_sequences: list, max_len: int) -> float:
     """The share of the training windows' positions that hold an item: each history cut into
@@ -195,6 +193,14 @@ def packs_positions(choice: str, train_sequences: list, max_len: int) -> bool:
     if choice not in PADDING_FREE_CHOICES:
         raise ValueError(f"padding_free must be one of {', '.join(PADDING_FREE_CHOICES)}, got {choice!r}")
     return choice == "on" or (choice == "auto" and window_fill(train_sequences, max_len) < PACK_BELOW_FILL)
+
+
+def fit_transformer_statistics(model, train_sequences: list) -> None:
+    """What the Transformer models (BERT4Rec, SASRec) take from the training sequences: the sampled
+    softmax's item counts, and whether their blocks run packed (`model.padding_free`)."""
+    fit_sampler(model.sampler, train_sequences)
+    model.pack_positions = packs_positions(model.model_config.padding_free, train_sequences,
+                                           model.model_config.max_len)
 
 
 def run_blocks(blocks: list, hidden, padding_mask, training=None, packed: bool = False):

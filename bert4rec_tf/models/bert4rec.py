@@ -7,7 +7,7 @@ from keras import ops
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
-from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, packs_positions, run_blocks,
+from bert4rec_tf.models.base import (SequentialRecommender, fit_transformer_statistics, run_blocks,
                                      sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import (masked_lm_loss, pooled_mean, sampled_softmax_cross_entropy,
@@ -123,9 +123,7 @@ class BERT4Rec(SequentialRecommender):
     def fit_statistics(self, train_sequences: list) -> None:
         """The sampled softmax's sampler takes the items' training counts; `model.padding_free` "auto"
         is decided by how full the training windows are (`packs_positions`)."""
-        fit_sampler(self.sampler, train_sequences)
-        self.pack_positions = packs_positions(self.model_config.padding_free, train_sequences,
-                                              self.model_config.max_len)
+        fit_transformer_statistics(self, train_sequences)
 
     def encode(self, features: dict, training=None, return_attention_scores: bool = False):
         """The Transformer's sequence output.

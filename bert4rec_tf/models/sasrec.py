@@ -8,7 +8,7 @@ from keras import ops
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.layers import ItemEmbedding
-from bert4rec_tf.models.base import (SequentialRecommender, fit_sampler, packs_positions, run_blocks,
+from bert4rec_tf.models.base import (SequentialRecommender, fit_transformer_statistics, run_blocks,
                                      sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import next_item_bce_loss, next_item_ce_loss, next_item_sampled_softmax_loss
@@ -121,9 +121,7 @@ class SASRec(SequentialRecommender):
     def fit_statistics(self, train_sequences: list) -> None:
         """The sampled softmax's sampler takes the items' training counts; `model.padding_free` "auto"
         is decided by how full the training windows are (`packs_positions`)."""
-        fit_sampler(self.sampler, train_sequences)
-        self.pack_positions = packs_positions(self.model_config.padding_free, train_sequences,
-                                              self.model_config.max_len)
+        fit_transformer_statistics(self, train_sequences)
 
     def history_inputs(self, history) -> dict:
         """The latest max_len known items, padded on the left: `input_ids` int32 [batch, min(L, max_len)]."""

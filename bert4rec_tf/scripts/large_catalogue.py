@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     data = ["--dataset", "custom", "--source_file", source, "--data_dir", data_dir]
     # The cpu-30m recipe's settings (dynamic masking, batch 128, rate 3e-3), with the time asked for.
     settings = ["--recipe", "cpu-30m", "--time_budget", f"{args.minutes * 60:.0f}s",
-                "--config", f"train.eval_users={args.eval_users}", "--config", f"model.negative_alpha={args.negative_alpha}"]
+                "--config", f"train.eval_users={args.eval_users}",
+                "--config", f"model.negative_alpha={args.negative_alpha}"]
     if args.sparse_updates:
         settings += ["--config", "train.sparse_updates=true"]
     stages = {
