@@ -8,11 +8,12 @@ import tensorflow as tf
 from keras import ops
 from tqdm.auto import tqdm
 
-from bert4rec_tf.constants import EVAL_SEED, MAX_BATCH_SCORES, PAD_ID, mask_id, vocab_size
+from bert4rec_tf.constants import EVAL_SEED, MAX_BATCH_SCORES, PAD_ID, vocab_size
 from bert4rec_tf.data.pipeline import evaluation_histories, padded_width
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
-from bert4rec_tf.evaluation.metrics import FULL_METRICS, SAMPLED_METRICS, metrics_from_ranks, target_rank
+from bert4rec_tf.evaluation.metrics import (FULL_METRICS, SAMPLED_METRICS, full_ranking_rank, metrics_from_ranks,
+                                               target_rank)
 
 PROTOCOLS = ("pop", "uniform", "full")
 
@@ -56,8 +57,8 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             every batch max_len wide.
         max_batch_scores: the most scores (users x vocabulary) of one batch: a batch of
             `batch_size` users shrinks below it on a large catalogue (16 users at a million items),
-            so that its scores, its mask of competing items and their comparisons with the target
-            (about 14 bytes per score) stay bounded whatever the catalogue.
+            so that its scores and their comparisons with the target stay bounded whatever the
+            catalogue. Only each user's chosen scores and full-ranking rank leave the traced graph.
         users: the users (0-based indices of `sequences`) to evaluate (`evaluation_users`); None:
             every user.
 
@@ -78,8 +79,14 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     def options(users):  # (two lambdas on one line would stop AutoGraph from reading either)
         return {"users": users} if reads_users else {}
 
-    def score_all(history, users):
-        return model.score_next(history, training=False, **options(users))
+    def score_all(history, users, items, excluded):
+        # Each user's target and candidates (`items`), and under full ranking the target's rank among
+        # the items outside `excluded`: only these leave the graph, not the [batch, vocab] scores.
+        scores = model.score_next(history, training=False, **options(users))
+        chosen = ops.take_along_axis(scores, items, axis=1)  # [b, 1 + sum C]
+        if excluded is None:
+            return chosen, None
+        return chosen, full_ranking_rank(scores, chosen[:, 0], excluded, sequences.num_items)
 
     def score_chosen(history, users, items):
         return model.score_items(history, items, training=False, **options(users))
@@ -105,20 +112,17 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
         items = np.concatenate([targets[batch, None].astype(np.int64)] + negatives, axis=1)  # [b, 1 + sum C]
         bounds = np.cumsum([1] + [n.shape[1] for n in negatives])
         if sampled_only:
-            scores = None
             chosen = ops.convert_to_numpy(score_chosen(history, batch + 1, items))  # model user ids
         else:
-            scores = ops.convert_to_numpy(score_all(history, batch + 1))  # [b, vocab]
-            chosen = np.take_along_axis(scores, items, axis=1)  # [b, 1 + sum C]
+            excluded = _excluded_items(sequences, stage, batch) if "full" in protocols else None
+            chosen, full = score_all(history, batch + 1, items, excluded)
+            chosen = ops.convert_to_numpy(chosen)
+            if full is not None:
+                ranks["full"][batch] = ops.convert_to_numpy(full)
         target_scores = chosen[:, 0]
-        for protocol in protocols:
-            if protocol == "full":
-                valid = _competing_items(sequences, stage, batch, scores.shape[1])
-                ranks[protocol][batch] = ops.convert_to_numpy(target_rank(target_scores, scores, valid))
-            else:
-                index = sampled.index(protocol)
-                others = chosen[:, bounds[index]:bounds[index + 1]]  # [b, C]
-                ranks[protocol][batch] = ops.convert_to_numpy(target_rank(target_scores, others))
+        for index, protocol in enumerate(sampled):
+            others = chosen[:, bounds[index]:bounds[index + 1]]  # [b, C]
+            ranks[protocol][batch] = ops.convert_to_numpy(target_rank(target_scores, others))
     return {protocol: metrics_from_ranks(ranks[protocol][evaluated], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}
 
@@ -130,16 +134,15 @@ def _candidates(candidates: dict[str, np.ndarray] | None, protocol: str, stage: 
     return candidates[key]
 
 
-def _competing_items(sequences: UserSequences, stage: str, users: np.ndarray, vocab: int) -> np.ndarray:
-    """[len(users), vocab] bool: real items outside each user's history; the target competes with none."""
-    valid = np.ones((len(users), vocab), dtype=bool)
-    valid[:, PAD_ID] = False
-    valid[:, mask_id(sequences.num_items):] = False
-    for row, user in enumerate(users):
-        history, target = history_and_target(sequences, user, stage)
-        valid[row, history] = False
-        valid[row, target] = False
-    return valid
+def _excluded_items(sequences: UserSequences, stage: str, users: np.ndarray) -> np.ndarray:
+    """[len(users), W] int64: each user's distinct history items and its target, right-padded with
+    PAD_ID to the most any of them has: the items that do not compete with the target under full
+    ranking (`full_ranking_rank`)."""
+    rows = [np.unique(np.append(*history_and_target(sequences, user, stage))) for user in users]
+    excluded = np.full((len(rows), max(len(row) for row in rows)), PAD_ID, dtype=np.int64)
+    for index, row in enumerate(rows):
+        excluded[index, :len(row)] = row
+    return excluded
 
 
 def format_table(results: dict[str, dict[str, float]]) -> str:

@@ -13,6 +13,8 @@ import math
 import numpy as np
 from keras import ops
 
+from bert4rec_tf.constants import PAD_ID
+
 SAMPLED_METRICS = ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR")
 FULL_METRICS = ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")
 
@@ -29,12 +31,35 @@ def target_rank(target_scores, other_scores, other_valid=None):
     Returns:
         int32 [batch].
     """
-    target = ops.expand_dims(target_scores, -1)  # [batch, 1]
-    beats = ops.logical_or(ops.greater_equal(other_scores, target),
-                           ops.logical_or(ops.isnan(other_scores), ops.isnan(target)))  # [batch, C]
-    if other_valid is not None:
-        beats = ops.logical_and(beats, other_valid)
-    return ops.sum(ops.cast(beats, "int32"), axis=-1)
+    # An item beats the target unless it scores below it; a comparison with NaN on either side is
+    # False, so NaN scores count against the target without a pass of their own.
+    below = ops.less(other_scores, ops.expand_dims(target_scores, -1))  # [batch, C]
+    if other_valid is None:
+        return ops.shape(other_scores)[-1] - ops.sum(ops.cast(below, "int32"), axis=-1)
+    return ops.sum(ops.cast(ops.logical_and(other_valid, ops.logical_not(below)), "int32"), axis=-1)
+
+
+def full_ranking_rank(scores, target_scores, excluded, num_items: int):
+    """0-based rank of the target among the real items 1..num_items outside `excluded`.
+
+    The rank `target_rank` gives with a [batch, vocab] mask that is False for the padding id, the
+    ids from [MASK] on and each user's excluded items, counted without building that mask: the
+    items beating the target among all real items, less those among the user's excluded items.
+    Ties and NaN scores count against the target as in `target_rank`.
+
+    Args:
+        scores: float [batch, V] scores of every id (V > num_items).
+        target_scores: float [batch].
+        excluded: int [batch, W] the distinct real items that do not compete (the user's history
+            and the target itself), right-padded with PAD_ID (0).
+        num_items: real items, ids 1..num_items.
+
+    Returns:
+        int32 [batch].
+    """
+    everyone = target_rank(target_scores, scores[:, 1:num_items + 1])
+    gathered = ops.take_along_axis(scores, excluded, axis=1)  # [batch, W]
+    return everyone - target_rank(target_scores, gathered, ops.not_equal(excluded, PAD_ID))
 
 
 def metrics_from_ranks(ranks: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:

@@ -193,3 +193,29 @@ def test_evaluation_users_are_a_fixed_sorted_sample_and_the_metrics_average_over
     second = evaluate(model, sequences, "test", max_len=4, candidates=candidates, users=np.array([1]))
     assert first["pop"]["MRR"] == pytest.approx(1 / 3) and first["full"]["MRR"] == pytest.approx(1 / 3)
     assert second["pop"]["MRR"] == 1.0 and second["uniform"]["MRR"] == pytest.approx(1 / 2)
+
+
+def test_the_full_ranking_rank_equals_the_rank_over_a_mask_of_competing_items():
+    # The reference: a [batch, vocab] mask, False for the padding id, [MASK] and each user's history
+    # and target; repeated history items, ties, NaN scores and a target inside its history included.
+    from bert4rec_tf.evaluation.metrics import full_ranking_rank
+
+    rng = np.random.default_rng(5)
+    num_items, batch = 30, 40
+    scores = rng.integers(0, 6, size=(batch, num_items + 2)).astype(np.float32)  # many ties
+    scores[rng.random(scores.shape) < 0.05] = np.nan
+    histories = [rng.integers(1, num_items + 1, size=rng.integers(1, 12)) for _ in range(batch)]
+    targets = np.array([history[0] if row % 7 == 0 else rng.integers(1, num_items + 1)
+                        for row, history in enumerate(histories)])
+    valid = np.ones(scores.shape, dtype=bool)
+    valid[:, 0] = False
+    valid[:, num_items + 1:] = False
+    rows = [np.unique(np.append(history, target)) for history, target in zip(histories, targets)]
+    excluded = np.zeros((batch, max(len(row) for row in rows)), dtype=np.int64)
+    for row, items in enumerate(rows):
+        valid[row, items] = False
+        excluded[row, :len(items)] = items
+    target_scores = scores[np.arange(batch), targets]
+    expected = np.asarray(target_rank(target_scores, scores, valid))
+    assert len(set(expected.tolist())) > 5  # the case is not degenerate
+    np.testing.assert_array_equal(np.asarray(full_ranking_rank(scores, target_scores, excluded, num_items)), expected)
