@@ -5,8 +5,9 @@ Writes a custom-format `interactions.csv` (header user,item,timestamp) of --user
 process of its own, and prints each one's wall time and peak resident memory:
 
 1. `prepare_data.py --dataset custom` (dynamic masking: no TFRecords);
-2. `train.py --model bert4rec --loss sampled_softmax --recipe cpu-30m` for --minutes (negatives drawn
-   by popularity ** --negative_alpha), validating and testing on a fixed sample of --eval_users users
+2. `train.py --model <--model> --loss sampled_softmax --recipe cpu-30m` for --minutes (BERT4Rec by
+   default, or another model with a softmax over the catalogue, such as SASRec; negatives drawn by
+   popularity ** --negative_alpha), validating and testing on a fixed sample of --eval_users users
    (`train.eval_users`);
 3. `evaluate.py --eval_users` (pop-100, uniform-100 and full ranking of every item);
 4. `recommend.py` for one user's history, through the exported SavedModel.
@@ -99,6 +100,13 @@ def write_interactions(path: str, users: int, items: int, count: int, seed: int)
     return len(user)
 
 
+def _sampled_models() -> list[str]:
+    """The registered models whose loss can be `sampled_softmax`."""
+    from bert4rec_tf.tasks import TASKS
+
+    return [name for name, task in TASKS.items() if "sampled_softmax" in task.losses]
+
+
 def run_stage(name: str, arguments: list[str], log_path: str) -> dict:
     """Runs one command in a new process, its output into `log_path`; returns its wall time (s), peak
     resident memory (GB) and exit status, printed as one line."""
@@ -133,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="train with train.sparse_updates=true (only the item rows a batch touched move)")
     parser.add_argument("--negative_alpha", type=float, default=1.0,
                         help="the sampled negatives' popularity exponent (model.negative_alpha; 0: uniform)")
+    parser.add_argument("--model", default="bert4rec", choices=_sampled_models(),
+                        help="the model trained (one whose loss can be the sampled softmax)")
     parser.add_argument("--run_name", default="run",
                         help="the run's folder in --work_dir: another name trains again on the same data")
     args = parser.parse_args(argv)
@@ -156,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = {
         "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, "--config", "static_instances=false",
                     "--config", "train.dynamic_masking=true"],
-        "train": ["-m", "bert4rec_tf.scripts.train", *data, "--model_dir", model_dir, "--model", "bert4rec",
+        "train": ["-m", "bert4rec_tf.scripts.train", *data, "--model_dir", model_dir, "--model", args.model,
                   "--loss", "sampled_softmax", *settings],
         "evaluate": ["-m", "bert4rec_tf.scripts.evaluate", "--model_dir", model_dir,
                      "--eval_users", str(args.eval_users)],
@@ -179,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
           + (f" (POP's validation full Recall@10 {pop['Recall@10']:.4f}, NDCG@10 {pop['NDCG@10']:.4f})"
              if pop else ""), flush=True)
     write_json_atomic(os.path.join(root, f"{prefix}report.json"),
-                      {"stages": report, "train_settings": settings, "test": results["test"],
+                      {"stages": report, "model": args.model, "train_settings": settings, "test": results["test"],
                        "above_pop": results.get("above_pop"), "pop_validation": results.get("pop_validation")})
     return 0
 

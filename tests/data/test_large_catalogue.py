@@ -55,9 +55,11 @@ def test_every_stage_runs_and_reports_its_time_and_memory(tmp_path):
     written = (tmp_path / "interactions.csv").stat().st_mtime_ns
     assert large_catalogue.main(["--work_dir", str(tmp_path), "--users", "300", "--items", "2000",
                                  "--interactions", "12000", "--minutes", "0.1", "--eval_users", "100",
-                                 "--negative_alpha", "0", "--run_name", "uniform"]) == 0
+                                 "--negative_alpha", "0", "--run_name", "uniform", "--model", "sasrec"]) == 0
     again = json.loads((tmp_path / "uniform-report.json").read_text(encoding="utf-8"))
     assert "model.negative_alpha=0.0" in again["train_settings"]
+    assert report["model"] == "bert4rec" and again["model"] == "sasrec"
+    assert json.loads((tmp_path / "uniform" / "config.json").read_text(encoding="utf-8"))["model"]["name"] == "sasrec"
     assert "train.sparse_updates=true" not in again["train_settings"]
     assert (tmp_path / "uniform" / "results.json").is_file() and (tmp_path / "uniform-train.log").is_file()
     assert (tmp_path / "interactions.csv").stat().st_mtime_ns == written
