@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.sparse_updates:
         settings += ["--config", "train.sparse_updates=true"]
     stages = {
-        "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, "--config", "static_instances=false",
+        "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, "--model", args.model,
+                    "--config", "static_instances=false",
                     "--config", "train.dynamic_masking=true"],
         "train": ["-m", "bert4rec_tf.scripts.train", *data, "--model_dir", model_dir, "--model", args.model,
                   "--loss", "sampled_softmax", *settings],

@@ -60,6 +60,8 @@ def test_every_stage_runs_and_reports_its_time_and_memory(tmp_path):
     assert "model.negative_alpha=0.0" in again["train_settings"]
     assert report["model"] == "bert4rec" and again["model"] == "sasrec"
     assert json.loads((tmp_path / "uniform" / "config.json").read_text(encoding="utf-8"))["model"]["name"] == "sasrec"
+    for log in ("train.log", "uniform-train.log"):  # the prepare stage made what training reads
+        assert "reusing prepared data" in (tmp_path / log).read_text(encoding="utf-8")
     assert "train.sparse_updates=true" not in again["train_settings"]
     assert (tmp_path / "uniform" / "results.json").is_file() and (tmp_path / "uniform-train.log").is_file()
     assert (tmp_path / "interactions.csv").stat().st_mtime_ns == written
