@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = write_interactions(source, args.users, args.items, args.interactions, args.seed)
         print(f"interactions.csv: {rows:,} rows, {os.path.getsize(source) / 1e9:.2f} GB "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
-    data = ["--dataset", "custom", "--source_file", source, "--data_dir", data_dir]
+    # What the prepare and train stages share, the model included: training reads the data prepared for it.
+    data = ["--dataset", "custom", "--source_file", source, "--data_dir", data_dir, "--model", args.model]
     # The cpu-30m recipe's settings (dynamic masking, batch 128, rate 3e-3), with the time asked for.
     settings = ["--recipe", "cpu-30m", "--time_budget", f"{args.minutes * 60:.0f}s",
                 "--config", f"train.eval_users={args.eval_users}",
@@ -164,11 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.sparse_updates:
         settings += ["--config", "train.sparse_updates=true"]
     stages = {
-        "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, "--model", args.model,
-                    "--config", "static_instances=false",
+        "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, "--config", "static_instances=false",
                     "--config", "train.dynamic_masking=true"],
-        "train": ["-m", "bert4rec_tf.scripts.train", *data, "--model_dir", model_dir, "--model", args.model,
-                  "--loss", "sampled_softmax", *settings],
+        "train": ["-m", "bert4rec_tf.scripts.train", *data, "--model_dir", model_dir, "--loss", "sampled_softmax",
+                  *settings],
         "evaluate": ["-m", "bert4rec_tf.scripts.evaluate", "--model_dir", model_dir,
                      "--eval_users", str(args.eval_users)],
         "serve": ["-m", "bert4rec_tf.scripts.recommend", "--model_dir", model_dir,
