@@ -155,7 +155,8 @@ def test_keras_round_trip(tmp_path):
 def test_the_preset_and_the_refused_loss():
     config = preset("ml-1m", "bpr_mf")
     assert (config.model.name, config.model.loss, config.model.hidden_size, config.model.l2,
-            config.model.train_negatives, config.train.weight_decay) == ("bpr_mf", "bpr", 64, 0.01, 1, 0.0)
+            config.model.train_negatives, config.train.weight_decay) == ("bpr_mf", "bpr", 64, 0.001, 1, 0.0)
+    assert preset("beauty", "bpr_mf").model.l2 == 0.01
     config.model.loss = "ce"
     with pytest.raises(ValueError, match="--loss must be 'bpr'"):
         get_task("bpr_mf").validate(config)

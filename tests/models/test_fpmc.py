@@ -107,6 +107,7 @@ def test_keras_round_trip(tmp_path):
 def test_the_preset():
     config = preset("ml-1m", "fpmc")
     assert (config.model.name, config.model.loss, config.model.hidden_size, config.model.train_negatives,
-            config.model.l2) == ("fpmc", "bpr", 64, 1, 0.01)
+            config.model.l2) == ("fpmc", "bpr", 64, 1, 0.001)
+    assert preset("beauty", "fpmc").model.l2 == 0.01
     assert get_task("fpmc").sequential and get_task("fpmc").build_model(model_config("fpmc")).reads_users
     assert get_task("fpmc").build_model(model_config("fpmc")).user_to_item.shape == (NUM_USERS + 1, 4)
