@@ -5,9 +5,9 @@ Preset "bpr_mf": the BERT4Rec paper implemented BPR-MF itself and tuned d, the L
 dropout for every baseline on the validation sets (grids d in {16, ..., 256}, l2 in {1, ..., 1e-4})
 without reporting the values it chose; the preset takes d 64 (its BERT4Rec default), l2 0.01 (the
 middle of its grid; 0.001 on ML-1m, chosen by one-hour validation trials at 0.01 / 0.001 / 0.0001:
-pop-100 HR@10 0.320 / 0.396 / 0.395), Adam at 1e-3 in batches of 256 (the BPR paper trains by SGD on one (u, i, j)
-triple at a time), one negative per positive (the paper's triples) and no weight decay (the L2 term
-regularises).
+pop-100 HR@10 0.320 / 0.396 / 0.395), Adam at 1e-3 in batches of 256 (the BPR paper trains by SGD
+on one (u, i, j) triple at a time), one negative per positive (the paper's triples) and no weight
+decay (the L2 term regularises).
 
 The `cpu-*` recipes keep their rate (3e-3 on ML-1m and Beauty) and set the batch: the training step
 turns the embeddings' gradients dense and AdamW updates every row, so a step costs about the same
