@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the model trained (one whose loss can be the sampled softmax)")
     parser.add_argument("--run_name", default="run",
                         help="the run's folder in --work_dir: another name trains again on the same data")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for the prepare and train stages alike (repeatable), e.g. max_len=10")
     args = parser.parse_args(argv)
 
     root = os.path.abspath(args.work_dir)
@@ -157,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interactions.csv: {rows:,} rows, {os.path.getsize(source) / 1e9:.2f} GB "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
     # What the prepare and train stages share, the model included: training reads the data prepared for it.
-    data = ["--dataset", "custom", "--source_file", source, "--data_dir", data_dir, "--model", args.model]
+    data = ["--dataset", "custom", "--source_file", source, "--data_dir", data_dir, "--model", args.model,
+            *(part for setting in args.config for part in ("--config", setting))]
     # The cpu-30m recipe's settings (dynamic masking, batch 128, rate 3e-3), with the time asked for.
     settings = ["--recipe", "cpu-30m", "--time_budget", f"{args.minutes * 60:.0f}s",
                 "--config", f"train.eval_users={args.eval_users}",
@@ -190,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
           + (f" (POP's validation full Recall@10 {pop['Recall@10']:.4f}, NDCG@10 {pop['NDCG@10']:.4f})"
              if pop else ""), flush=True)
     write_json_atomic(os.path.join(root, f"{prefix}report.json"),
-                      {"stages": report, "model": args.model, "train_settings": settings, "test": results["test"],
+                      {"stages": report, "model": args.model, "train_settings": settings, "config": args.config,
+                       "test": results["test"],
                        "above_pop": results.get("above_pop"), "pop_validation": results.get("pop_validation")})
     return 0
 

@@ -55,11 +55,16 @@ def test_every_stage_runs_and_reports_its_time_and_memory(tmp_path):
     written = (tmp_path / "interactions.csv").stat().st_mtime_ns
     assert large_catalogue.main(["--work_dir", str(tmp_path), "--users", "300", "--items", "2000",
                                  "--interactions", "12000", "--minutes", "0.1", "--eval_users", "100",
-                                 "--negative_alpha", "0", "--run_name", "uniform", "--model", "sasrec"]) == 0
+                                 "--negative_alpha", "0", "--run_name", "uniform", "--model", "sasrec",
+                                 "--config", "max_len=12"]) == 0
     again = json.loads((tmp_path / "uniform-report.json").read_text(encoding="utf-8"))
     assert "model.negative_alpha=0.0" in again["train_settings"]
     assert report["model"] == "bert4rec" and again["model"] == "sasrec"
-    assert json.loads((tmp_path / "uniform" / "config.json").read_text(encoding="utf-8"))["model"]["name"] == "sasrec"
+    config = json.loads((tmp_path / "uniform" / "config.json").read_text(encoding="utf-8"))
+    assert config["model"]["name"] == "sasrec"
+    # --config reaches both stages: the data was prepared, and the model built, at that length.
+    assert config["data"]["max_len"] == config["model"]["max_len"] == 12 and again["config"] == ["max_len=12"]
+    assert report["config"] == []
     for log in ("train.log", "uniform-train.log"):  # the prepare stage made what training reads
         assert "reusing prepared data" in (tmp_path / log).read_text(encoding="utf-8")
     assert "train.sparse_updates=true" not in again["train_settings"]
