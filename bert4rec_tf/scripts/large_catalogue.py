@@ -148,7 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for the prepare and train stages alike (repeatable), e.g. max_len=10")
     args = parser.parse_args(argv)
+    status: list[int] = []
+    # Bad input (a malformed --config, too small a catalogue) ends in one line, `error: ...`, and exit 1.
+    return cli.guarded(lambda: status.append(_run(args))) or status[0]
 
+
+def _run(args) -> int:
+    """The stages of `main`; the exit status (1 when a stage failed)."""
+    # The settings are checked before the data is written: each stage would otherwise refuse them later.
+    cli.experiment_config("custom", args.config, model=args.model, recipe="cpu-30m")
     root = os.path.abspath(args.work_dir)
     os.makedirs(root, exist_ok=True)
     source = os.path.join(root, "interactions.csv")

@@ -32,6 +32,21 @@ def test_too_small_a_request_is_refused():
         large_catalogue.interactions(10, 5, 1_000, 1)
 
 
+@pytest.mark.parametrize("setting, words", [("max_len", "key=value"), ("no_such_key=1", "no_such_key"),
+                                             ("max_len=ten", "max_len")])
+def test_a_bad_setting_is_one_line_before_any_data_is_written(tmp_path, capsys, setting, words):
+    assert large_catalogue.main(["--work_dir", str(tmp_path), "--users", "300", "--items", "2000",
+                                 "--interactions", "12000", "--config", setting]) == 1
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: ") and "\n" not in error and words in error
+    assert not (tmp_path / "interactions.csv").exists()
+
+
+def test_too_small_a_catalogue_is_one_line(tmp_path, capsys):
+    assert large_catalogue.main(["--work_dir", str(tmp_path), "--items", "5"]) == 1
+    assert capsys.readouterr().err.strip().startswith("error: need at least 11 items")
+
+
 @pytest.mark.slow
 def test_every_stage_runs_and_reports_its_time_and_memory(tmp_path):
     """The whole script on a tiny catalogue: each stage in its own process, the report's wall times,
