@@ -216,9 +216,10 @@ def _debugging() -> bool:
     return flags.FLAGS.is_parsed() and flags.FLAGS.debug
 
 
-def guarded(run: Callable[[], None]) -> int:
-    """Runs `run`; bad input, a fault or a missing TensorFlow ends in a one-line error on stderr and exit
-    status 1, and Ctrl-C in one line (the `KeyboardInterrupt`'s message, if any) and exit status 130.
+def guarded(run: Callable[[], int | None]) -> int:
+    """Runs `run` and returns its exit status (0 when it returns None); bad input, a fault or a missing
+    TensorFlow ends in a one-line error on stderr and exit status 1, and Ctrl-C in one line (the
+    `KeyboardInterrupt`'s message, if any) and exit status 130.
 
     Errors the package raises for bad input (`ValueError`, `DataError`) and operating-system errors
     (missing, unreadable or damaged files) are shown as `error: <message>`; `--debug` shows the
@@ -226,7 +227,7 @@ def guarded(run: Callable[[], None]) -> int:
     """
     logging.getLogger("bert4rec_tf").setLevel(logging.INFO)
     try:
-        run()
+        status = run()
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] != "tensorflow" or _debugging():
             raise
@@ -244,7 +245,7 @@ def guarded(run: Callable[[], None]) -> int:
             raise
         print(f"\n{interruption.args[0] if interruption.args else 'interrupted'}", file=sys.stderr)
         return 130
-    return 0
+    return status or 0
 
 
 def print_stats(dataset: str, stats: dict, dropped: dict) -> None:

@@ -148,9 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for the prepare and train stages alike (repeatable), e.g. max_len=10")
     args = parser.parse_args(argv)
-    status: list[int] = []
     # Bad input (a malformed --config, too small a catalogue) ends in one line, `error: ...`, and exit 1.
-    return cli.guarded(lambda: status.append(_run(args))) or status[0]
+    return cli.guarded(lambda: _run(args))
 
 
 def _run(args) -> int:
