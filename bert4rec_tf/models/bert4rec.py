@@ -202,7 +202,9 @@ class BERT4Rec(SequentialRecommender):
         vocab = self.model_config.vocab_size
         table, bias, labels = self.embedding.item_embeddings, self.head.output_bias, ops.reshape(labels, (-1,))
         if self.sampler is None:
-            losses = tied_softmax_cross_entropy(hidden, table[:vocab], bias[:vocab], labels)
+            if table.shape[0] != vocab:  # extra tokens' rows (a slice's gradient is a copy of the table)
+                table, bias = table[:vocab], bias[:vocab]
+            losses = tied_softmax_cross_entropy(hidden, table, bias, labels)
         else:  # --loss sampled_softmax: K negatives for the whole batch. The whole variables, read at a
             # few rows: their gradients stay sparse (a slice's would be dense).
             losses = sampled_softmax_cross_entropy(hidden, table, bias, labels, self.sampler(), self.sampler.log_q)

@@ -78,6 +78,30 @@ class AdamW(keras.optimizers.AdamW):
     def _all_reduce_sum_gradients(self, grads_and_vars):
         return list(grads_and_vars)
 
+    def update_step(self, gradient, variable, learning_rate):
+        """Keras' Adam update of a dense gradient in one fused kernel (`ResourceApplyAdam`, the same
+        equations: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2), w -= alpha m / (sqrt(v) +
+        epsilon) with alpha = lr sqrt(1 - beta_2^t) / (1 - beta_1^t)): one pass over the weights and
+        both moments instead of about a dozen, which on a large item table is a tenth of the step.
+        It differs from Keras' element-wise ops in float32 rounding only. Sparse gradients and
+        AMSGrad take Keras' path."""
+        if isinstance(gradient, tf.IndexedSlices) or self.amsgrad:
+            return super().update_step(gradient, variable, learning_rate)
+        dtype = variable.dtype
+        step = ops.cast(self.iterations + 1, dtype)
+        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
+        index = self._get_variable_index(variable)
+        tf.raw_ops.ResourceApplyAdam(
+            var=_handle(variable), m=_handle(self._momentums[index]), v=_handle(self._velocities[index]),
+            beta1_power=ops.power(beta_1, step), beta2_power=ops.power(beta_2, step),
+            lr=ops.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2, epsilon=ops.cast(self.epsilon, dtype),
+            grad=ops.cast(gradient, dtype))
+
+
+def _handle(variable):
+    """The resource handle of a Keras or TensorFlow variable (of this device's copy under a strategy)."""
+    return (variable.value if isinstance(variable, keras.Variable) else variable).handle
+
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
 class SparseRowsAdamW(AdamW):

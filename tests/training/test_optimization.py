@@ -133,3 +133,36 @@ def test_sparse_row_updates_leave_untouched_rows_and_follow_adam_on_the_others()
     np.testing.assert_allclose(after[rows], weights, rtol=1e-5)
     moments = ops.convert_to_numpy(optimizer._momentums[optimizer._get_variable_index(table)])
     assert not np.any(np.delete(moments, rows, axis=0)) and np.all(moments[rows] != 0)
+
+
+def test_the_fused_dense_update_follows_a_numpy_adamw_and_keras_own():
+    import keras
+    import tensorflow as tf
+
+    from bert4rec_tf.training.optimization import AdamW
+
+    config = TrainConfig(train_steps=100, warmup_steps=0, learning_rate=0.01, clip_norm=1e6)
+    table, bias = _table_and_bias("fused")
+    twin_table, twin_bias = _table_and_bias("keras")
+    optimizer = make_optimizer(config, [table, bias])
+    assert type(optimizer) is AdamW
+    twin = keras.optimizers.AdamW(learning_rate=optimizer._learning_rate, weight_decay=0.01, beta_1=0.9,
+                                  beta_2=0.999, epsilon=1e-6, global_clipnorm=1e6)
+    twin.exclude_from_weight_decay(var_list=[twin_bias])
+    start = ops.convert_to_numpy(table).astype(np.float64)
+    # A NumPy reference (float64) of AdamW: Keras' bias correction, the decay before the step.
+    weights, m, v = start, np.zeros((6, 3)), np.zeros((6, 3))
+    for step in range(5):
+        gradient, bias_gradient = _gradients(step)
+        optimizer.apply([tf.constant(gradient), tf.constant(bias_gradient)], [table, bias])
+        twin.apply([tf.constant(gradient), tf.constant(bias_gradient)], [twin_table, twin_bias])
+        rate = 0.01 * (1 - step / 100)
+        m = 0.9 * m + 0.1 * gradient
+        v = 0.999 * v + 0.001 * gradient.astype(np.float64) ** 2
+        alpha = rate * np.sqrt(1 - 0.999 ** (step + 1)) / (1 - 0.9 ** (step + 1))
+        weights = weights - weights * 0.01 * rate - m * alpha / (np.sqrt(v) + 1e-6)
+    after = ops.convert_to_numpy(table)
+    assert np.abs(after - start).max() > 0.04  # five steps of about lr each moved it
+    np.testing.assert_allclose(after, weights, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(after, ops.convert_to_numpy(twin_table), rtol=1e-6, atol=1e-6)  # rounding only
+    np.testing.assert_allclose(ops.convert_to_numpy(bias), ops.convert_to_numpy(twin_bias), rtol=1e-6, atol=1e-6)
