@@ -83,8 +83,8 @@ class AdamW(keras.optimizers.AdamW):
         equations: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2), w -= alpha m / (sqrt(v) +
         epsilon) with alpha = lr sqrt(1 - beta_2^t) / (1 - beta_1^t)): one pass over the weights and
         both moments instead of about a dozen (on Beauty's item table a tenth of the step's op time,
-        at a million items most of it). It differs from Keras' element-wise ops in float32 rounding only. Sparse gradients and
-        AMSGrad take Keras' path."""
+        at a million items most of it). It differs from Keras' element-wise ops in float32 rounding
+        only. Sparse gradients and AMSGrad take Keras' path."""
         if isinstance(gradient, tf.IndexedSlices) or self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype

@@ -86,6 +86,16 @@ def _gradients(step):
     return rng.normal(size=(6, 3)).astype(np.float32) * 4.0, rng.normal(size=(3,)).astype(np.float32)
 
 
+def _numpy_adamw_step(weights, m, v, gradient, step):
+    """One step of a float64 NumPy AdamW (Keras' bias correction, the decay 0.01 before the step) at
+    the tests' schedule, lr 0.01 decaying to 0 at step 100: the new (weights, m, v)."""
+    rate = 0.01 * (1 - step / 100)
+    m = 0.9 * m + 0.1 * gradient
+    v = 0.999 * v + 0.001 * np.asarray(gradient, np.float64) ** 2
+    alpha = rate * np.sqrt(1 - 0.999 ** (step + 1)) / (1 - 0.9 ** (step + 1))
+    return weights - weights * 0.01 * rate - m * alpha / (np.sqrt(v) + 1e-6), m, v
+
+
 def test_sparse_row_updates_of_every_row_equal_adamw_with_decay_and_clipping():
     import tensorflow as tf
 
@@ -117,17 +127,13 @@ def test_sparse_row_updates_leave_untouched_rows_and_follow_adam_on_the_others()
     config = TrainConfig(train_steps=100, warmup_steps=0, learning_rate=0.01, clip_norm=1e6, sparse_updates=True)
     optimizer = make_optimizer(config, [table, bias])
     rows = np.array([4, 1])
-    # A NumPy reference of AdamW on the touched rows (Keras' bias correction, decay before the step).
+    # A NumPy reference of AdamW on the touched rows.
     weights, m, v = start[rows].astype(np.float64), np.zeros((2, 3)), np.zeros((2, 3))
     for step in range(3):
         values = _gradients(step)[0][:2]
         optimizer.apply([tf.IndexedSlices(tf.constant(values), tf.constant(rows), tf.constant([6, 3])),
                          tf.zeros(3)], [table, bias])
-        rate = 0.01 * (1 - step / 100)
-        m = 0.9 * m + 0.1 * values
-        v = 0.999 * v + 0.001 * values ** 2
-        alpha = rate * np.sqrt(1 - 0.999 ** (step + 1)) / (1 - 0.9 ** (step + 1))
-        weights = weights - weights * 0.01 * rate - m * alpha / (np.sqrt(v) + 1e-6)
+        weights, m, v = _numpy_adamw_step(weights, m, v, values, step)
     after = ops.convert_to_numpy(table)
     np.testing.assert_array_equal(np.delete(after, rows, axis=0), np.delete(start, rows, axis=0))
     np.testing.assert_allclose(after[rows], weights, rtol=1e-5)
@@ -150,17 +156,12 @@ def test_the_fused_dense_update_follows_a_numpy_adamw_and_keras_own():
                                   beta_2=0.999, epsilon=1e-6, global_clipnorm=1e6)
     twin.exclude_from_weight_decay(var_list=[twin_bias])
     start = ops.convert_to_numpy(table).astype(np.float64)
-    # A NumPy reference (float64) of AdamW: Keras' bias correction, the decay before the step.
-    weights, m, v = start, np.zeros((6, 3)), np.zeros((6, 3))
+    weights, m, v = start, np.zeros((6, 3)), np.zeros((6, 3))  # the NumPy reference
     for step in range(5):
         gradient, bias_gradient = _gradients(step)
         optimizer.apply([tf.constant(gradient), tf.constant(bias_gradient)], [table, bias])
         twin.apply([tf.constant(gradient), tf.constant(bias_gradient)], [twin_table, twin_bias])
-        rate = 0.01 * (1 - step / 100)
-        m = 0.9 * m + 0.1 * gradient
-        v = 0.999 * v + 0.001 * gradient.astype(np.float64) ** 2
-        alpha = rate * np.sqrt(1 - 0.999 ** (step + 1)) / (1 - 0.9 ** (step + 1))
-        weights = weights - weights * 0.01 * rate - m * alpha / (np.sqrt(v) + 1e-6)
+        weights, m, v = _numpy_adamw_step(weights, m, v, gradient, step)
     after = ops.convert_to_numpy(table)
     assert np.abs(after - start).max() > 0.04  # five steps of about lr each moved it
     np.testing.assert_allclose(after, weights, rtol=1e-5, atol=1e-7)
