@@ -98,6 +98,8 @@ class ModelConfig:
         next_targets: T, the next items each training window predicts (Caser).
         conv_filters: Caser's horizontal filters per height (n_h).
         vertical_filters: Caser's vertical filters (n_v).
+        learned_padding: Caser embeds the padding item 0 with a learned row, as the authors' code
+            does (false: the zero vector, the zero-padded history of the paper).
         bpr_max_reg: the score regularisation lambda of GRU4Rec+'s BPR-max loss.
         sampled_negatives: K, the negatives a batch shares under `loss` "sampled_softmax" (drawn by
             training popularity ** `negative_alpha`, uniform at 0).
@@ -130,6 +132,7 @@ class ModelConfig:
     next_targets: int = 1
     conv_filters: int = 16
     vertical_filters: int = 4
+    learned_padding: bool = False
     bpr_max_reg: float = 1.0
     sampled_negatives: int = 1024
     padding_free: str = "auto"

@@ -26,7 +26,8 @@ class Caser(SequentialRecommender):
     """Caser: horizontal and vertical convolutions over the latest L items, plus a vector per user.
 
     E (L x d) holds the embeddings of the user's latest L items, oldest first, padded on the left
-    with zero rows (item 0 is padding and embeds to 0). For each height h in 1..L, `conv_filters`
+    with zero rows (item 0 is padding and embeds to 0; with `learned_padding`, to its own learned
+    row, as in the authors' code). For each height h in 1..L, `conv_filters`
     (n_h) horizontal filters F (h x d) give o_h = max over i of ReLU(sum(E[i:i+h] * F) + b), one number
     per filter; `vertical_filters` (n_v) vertical filters w (L) give o_v = sum_l w_l E_l + b, d numbers
     per filter (the authors' code leaves them linear). z = ReLU(W [o_v, o_h] + b) after dropout
@@ -108,8 +109,9 @@ class Caser(SequentialRecommender):
         if not self.built:
             self.build()
         ids = ops.cast(input_ids, "int32")
-        real = ops.cast(ids != PAD_ID, "float32")[:, :, None]  # [batch, L, 1]
-        embedded = ops.cast(ops.take(self.item_embeddings, ids, axis=0), "float32") * real  # [batch, L, d]
+        embedded = ops.cast(ops.take(self.item_embeddings, ids, axis=0), "float32")  # [batch, L, d]
+        if not self.model_config.learned_padding:
+            embedded = embedded * ops.cast(ids != PAD_ID, "float32")[:, :, None]
         pooled = []
         for kernel, bias in zip(self.horizontal_kernels, self.horizontal_biases):
             feature_map = ops.relu(ops.conv(embedded, kernel, padding="valid") + bias)  # [batch, L - h + 1, n_h]

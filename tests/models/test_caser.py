@@ -53,7 +53,9 @@ def reference_representation(model: Caser, items: np.ndarray, users: np.ndarray)
     """[z, P_u] by the paper's equations, in NumPy: items [batch, L] padded on the left."""
     w = weights_of(model)
     length = items.shape[1]
-    embedded = w["item_embeddings"][items] * (items != 0)[:, :, None]  # [b, L, d]; padding embeds to 0
+    embedded = w["item_embeddings"][items]  # [b, L, d]
+    if not model.model_config.learned_padding:
+        embedded = embedded * (items != 0)[:, :, None]  # padding embeds to 0
     # Vertical filters: a weighted sum of the L rows per filter, plus its bias.
     vertical = np.einsum("bld,lv->bvd", embedded, w["vertical_kernel"]) + w["vertical_bias"][None, :, None]
     features = [vertical.reshape(len(items), -1)]
@@ -88,6 +90,23 @@ def test_scores_match_the_numpy_reference():
     # A history narrower than L (a trimmed batch) is read as the padded one.
     np.testing.assert_allclose(np.asarray(model.score_next(HISTORY[1:3, :2], users=USERS[1:3])), expected[1:3],
                                rtol=1e-4, atol=1e-4)
+
+
+def test_learned_padding_embeds_item_0_with_its_own_row_as_the_authors_code():
+    items = np.array([[3, 4, 5], [0, 0, 7], [0, 0, 0], [9, 8, 6]])
+    for learned in (False, True):
+        model = built(learned_padding=learned)
+        w = weights_of(model)
+        expected = reference_representation(model, items, USERS) @ w["output_table"].T + w["output_bias"]
+        np.testing.assert_allclose(np.asarray(model.score_next(HISTORY, users=USERS)), expected, rtol=1e-4, atol=1e-4)
+        # Row 0 moves the padded histories' scores only when it is learned; full windows never read it.
+        before = np.asarray(model.score_next(HISTORY, users=USERS))
+        shift = np.zeros((vocab_size(NUM_ITEMS), 4), "float32")
+        shift[0] = 1.0
+        model.item_embeddings.assign(model.item_embeddings + shift)
+        after = np.asarray(model.score_next(HISTORY, users=USERS))
+        np.testing.assert_array_equal(after[[0, 3]], before[[0, 3]])
+        assert np.allclose(after[[1, 2]], before[[1, 2]]) is not learned
 
 
 def test_the_user_vector_counts_and_an_unknown_user_has_none():
