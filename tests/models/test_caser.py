@@ -24,6 +24,7 @@ LENGTH = 3
 # Right-padded histories with gaps; the second is narrower than L once packed, the third empty.
 HISTORY = np.array([[1, 2, 0, 3, 4, 5], [0, 7, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [9, 8, 0, 0, 0, 6]])
 USERS = np.array([1, 3, 2, 0])
+LATEST = np.array([[3, 4, 5], [0, 0, 7], [0, 0, 0], [9, 8, 6]])  # HISTORY's latest L items, padded on the left
 
 
 def caser_config(**changes) -> ModelConfig:
@@ -76,14 +77,13 @@ def softplus(x):
 
 def test_history_inputs_are_the_latest_l_items_padded_on_the_left():
     inputs = np.asarray(built().history_inputs(HISTORY)["input_ids"])
-    np.testing.assert_array_equal(inputs, [[3, 4, 5], [0, 0, 7], [0, 0, 0], [9, 8, 6]])
+    np.testing.assert_array_equal(inputs, LATEST)
 
 
 def test_scores_match_the_numpy_reference():
     model = built()
-    items = np.array([[3, 4, 5], [0, 0, 7], [0, 0, 0], [9, 8, 6]])
     w = weights_of(model)
-    expected = reference_representation(model, items, USERS) @ w["output_table"].T + w["output_bias"]
+    expected = reference_representation(model, LATEST, USERS) @ w["output_table"].T + w["output_bias"]
     scores = np.asarray(model.score_next(HISTORY, users=USERS))
     assert scores.shape == (4, vocab_size(NUM_ITEMS))
     np.testing.assert_allclose(scores, expected, rtol=1e-4, atol=1e-4)
@@ -93,14 +93,13 @@ def test_scores_match_the_numpy_reference():
 
 
 def test_learned_padding_embeds_item_0_with_its_own_row_as_the_authors_code():
-    items = np.array([[3, 4, 5], [0, 0, 7], [0, 0, 0], [9, 8, 6]])
     for learned in (False, True):
         model = built(learned_padding=learned)
         w = weights_of(model)
-        expected = reference_representation(model, items, USERS) @ w["output_table"].T + w["output_bias"]
-        np.testing.assert_allclose(np.asarray(model.score_next(HISTORY, users=USERS)), expected, rtol=1e-4, atol=1e-4)
-        # Row 0 moves the padded histories' scores only when it is learned; full windows never read it.
+        expected = reference_representation(model, LATEST, USERS) @ w["output_table"].T + w["output_bias"]
         before = np.asarray(model.score_next(HISTORY, users=USERS))
+        np.testing.assert_allclose(before, expected, rtol=1e-4, atol=1e-4)
+        # Row 0 moves the padded histories' scores only when it is learned; full windows never read it.
         shift = np.zeros((vocab_size(NUM_ITEMS), 4), "float32")
         shift[0] = 1.0
         model.item_embeddings.assign(model.item_embeddings + shift)
