@@ -115,6 +115,17 @@ def test_the_preset():
     assert not get_task("ncf").sequential
 
 
+def test_the_cpu_recipes_keep_the_preset_on_ml_1m_and_shrink_and_penalise_on_beauty():
+    from bert4rec_tf import cli
+
+    ml1m = cli.experiment_config("ml-1m", [], model="ncf", recipe="cpu-1h")
+    assert (ml1m.model.hidden_size, ml1m.model.num_layers, ml1m.model.l2, ml1m.train.batch_size) == (64, 3, 0.0, 256)
+    beauty = cli.experiment_config("beauty", [], model="ncf", recipe="cpu-1h")
+    assert (beauty.model.hidden_size, beauty.model.num_layers, beauty.model.l2, beauty.train.batch_size) == (
+        16, 1, 0.01, 1024)
+    assert cli.experiment_config("beauty", ["l2=0"], model="ncf", recipe="cpu-1h").model.l2 == 0.0  # --config wins
+
+
 def test_scores_of_chosen_items_match_the_network():
     model = build(num_layers=2)
     items = np.random.default_rng(5).integers(1, NUM_ITEMS + 1, size=(len(USERS), 7))
