@@ -1,7 +1,9 @@
 """A finished run's record and where it comes from: the run's test metrics, validation curve, steps,
-time, train.py settings and the data it read, with its provenance (the commit, the machine, the
-reproduce.py command, the date). A run of one experiment whose settings resolve to another's record is
-that record (`shared_record`)."""
+time, train.py settings, the configuration they resolved to and the data it read, with its provenance
+(the commit, the machine, the reproduce.py command, the date). A run of one experiment whose settings
+resolve to another's record is that record (`shared_record`). A record whose configuration is not what
+its settings resolve to now (a preset or recipe changed since it was made) does not count
+(`stale_fields`): its run trains again."""
 
 from __future__ import annotations
 
@@ -39,23 +41,61 @@ def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], 
     curve = read_json(curve_path, "validation curve") if os.path.isfile(curve_path) else []
     data_path = os.path.join(model_dir, "run.json")
     data = read_json(data_path, "run's data record") if os.path.isfile(data_path) else {}
+    config_path = os.path.join(model_dir, "config.json")
+    config = read_json(config_path, "run configuration") if os.path.isfile(config_path) else None
     return {"version": RECORD_VERSION, "experiment": experiment, "run": run.name, "dataset": run.dataset,
             "setting": run.setting, "model": run.model, "value": run.value, "settings": settings,
             **provenance, "steps": results.get("steps", 0), "seconds": state.get("seconds") or 0.0,
             "instances": state.get("instances", 0), "test": results["test"], "curve": curve,
             "data": {key: data[key] for key in ("source", "data_key") if key in data},
+            **({"config": config} if config is not None else {}),
             **{key: results[key] for key in ("above_pop", "pop_validation", "evaluated_users", "users")
                if key in results}}
 
 
-def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
-    """The stored record of `run` if it was made with these `settings`, else another experiment's
-    record of the same settings (`shared_record`), else None: a record of other settings does not count."""
+# What a run's configuration holds that its settings do not decide: the data's vocabulary and users,
+# and the steps a time budget afforded.
+_FROM_THE_RUN = (("model", "vocab_size"), ("model", "num_users"), ("train", "train_steps"))
+
+
+def config_differences(recorded: dict, resolved: dict) -> list[str]:
+    """The `section.key` fields whose values differ between a record's configuration and the one its
+    settings resolve to now, sorted. A field either lacks is not compared (one that came to the package
+    after the record keeps the former behaviour by default), nor what the run itself sets
+    (`_FROM_THE_RUN`).
+
+    Example: config_differences({"model": {"l2": 0.0}}, {"model": {"l2": 0.01, "name": "ncf"}}) == ["model.l2"]
+    """
+    return sorted(f"{section}.{key}" for section, values in resolved.items() for key, value in values.items()
+                  if (section, key) not in _FROM_THE_RUN and key in recorded.get(section, {})
+                  and recorded[section][key] != value)
+
+
+def stale_fields(record: dict, settings: list[str]) -> list[str]:
+    """The fields in which `record`'s configuration differs from what `settings` resolve to now
+    (`config_differences`); empty when they agree, or when the record stores no configuration or the
+    settings cannot be resolved (then only the settings are compared)."""
+    resolved = resolved_settings(settings) if "config" in record else None
+    return [] if resolved is None else config_differences(record["config"], resolved["config"])
+
+
+def own_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
+    """The stored record of `run` made with these `settings` (current or stale), else None."""
     path = record_path(results_dir, experiment, run)
     if os.path.isfile(path):
         record = read_json(path, "run record")
         if record.get("version") == RECORD_VERSION and record.get("settings") == settings:
             return record
+    return None
+
+
+def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
+    """The stored record of `run` if it was made with these `settings` and its configuration is what
+    they resolve to now, else another experiment's record of the same settings (`shared_record`), else
+    None: a record of other settings, or of a configuration since changed, does not count."""
+    record = own_record(results_dir, experiment, run, settings)
+    if record is not None and not stale_fields(record, settings):
+        return record
     return shared_record(results_dir, experiment, run, settings)
 
 
@@ -78,7 +118,8 @@ def shared_record(results_dir: str, experiment: str, run: Run, settings: list[st
             if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):
                 continue
             theirs = record.get("settings")
-            if theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine):
+            if (theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine)) and not (
+                    stale_fields(record, theirs or [])):
                 return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
                         "value": run.value, "same_as": f"{other}/{record['run']}"}
     return None

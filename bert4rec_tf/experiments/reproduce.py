@@ -33,7 +33,8 @@ from bert4rec_tf import cli
 from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, run_settings
-from bert4rec_tf.experiments.records import make_record, provenance, read_record, record_path, run_status
+from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
+                                             stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.experiments.scheduler import PACKAGE_ROOT, TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
 from bert4rec_tf.files import atomic_path, read_json, write_json_atomic
@@ -155,6 +156,13 @@ def _start_provenance(model_dir: str, command: str, cores: list[int] | None, set
     write_json_atomic(path, now)
 
 
+def _folder_changed(model_dir: str, settings: list[str]) -> list[str]:
+    """The fields in which the configuration the run in `model_dir` trained with differs from what its
+    `settings` resolve to now (a preset or recipe changed since it started)."""
+    path = os.path.join(model_dir, "config.json")
+    return stale_fields({"config": read_json(path, "run configuration")}, settings) if os.path.isfile(path) else []
+
+
 def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], command: str) -> list[dict]:
     """The records of the finished runs: from their run folders (stored in --results_dir when given),
     else the --results_dir record made with the same settings."""
@@ -166,8 +174,8 @@ def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], com
         if run_status(model_dir) == "finished" and record is None:
             origin = (read_json(_provenance_file(model_dir), "run provenance")
                       if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_ROOT))
-            if origin.pop("settings", settings) != settings:
-                continue  # trained with other settings: not a result of this command
+            if origin.pop("settings", settings) != settings or _folder_changed(model_dir, settings):
+                continue  # trained with other settings, or a configuration since changed: not a result of this command
             record = make_record(model_dir, run, args.experiment, settings, origin)
             if args.results_dir:
                 path = record_path(args.results_dir, args.experiment, run)
@@ -306,23 +314,35 @@ def main(argv: list[str] | None = None) -> int:
         if state != "new" and os.path.isfile(origin) and read_json(origin, "run provenance").get("settings",
                                                                                                 settings) != settings:
             return "other settings"
+        if state != "new" and _folder_changed(model_dir, settings):
+            return "other settings"
         if state != "finished" and args.results_dir and read_record(args.results_dir, args.experiment, run, settings):
             return "recorded"
         return state
+
+    def changed(run) -> list[str]:
+        """What differs in the run's own record made with another configuration (a preset or recipe
+        changed since): the run trains again."""
+        settings = _settings(run, args, sources)
+        record = own_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
+        return stale_fields(record, settings) if record else []
 
     if args.dry_run:
         length = (f"for {args.budget}" if args.budget else f"{args.train_steps} steps" if args.train_steps
                   else "as the recipe says")
         print(f"{args.experiment}: {len(runs)} runs, each {length} (recipe {args.recipe})")
         for index, run in enumerate(runs, 1):
-            print(f"{index:>3}. {run.name:<32} [{status(run)}] "
+            state, stale = status(run), changed(run)
+            if state == "new" and stale:
+                state = f"new: its record is of another configuration ({', '.join(stale)})"
+            print(f"{index:>3}. {run.name:<32} [{state}] "
                   f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
         return 0
     states = {run.name: status(run) for run in runs}
     clashes = [name for name, state in states.items() if state == "other settings"]
     if clashes:
         print(f"error: {os.path.join(args.out, 'runs', clashes[0])} was trained with other settings than this "
-              "command's; give another --out, or the flags it was started with (--dry_run lists the plan)",
+              "command's (or with a configuration they no longer give); give another --out, or the flags it was started with (--dry_run lists the plan)",
               file=sys.stderr)
         return 1
     os.makedirs(args.out, exist_ok=True)
@@ -337,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {index}/{len(runs)}: {run.name} recorded in {args.results_dir} {where}with these settings, "
                   "skipped", flush=True)
         else:
+            stale = changed(run) if state == "new" else []
+            if stale:
+                print(f"run {index}/{len(runs)}: {run.name}: its record in {args.results_dir} was made with another "
+                      f"configuration than its settings give now ({', '.join(stale)} differ): it trains again", flush=True)
             todo.append((index, run, state))
 
     def run_budget(run) -> float:

@@ -75,3 +75,34 @@ def test_sweep_runs_at_the_recipes_own_value_are_one_run(tmp_path):
     assert read_record(str(tmp_path), "mask_proportion", runs["mask-proportion-0.3"],
                        settings["mask-proportion-0.3"]) is None
 
+
+
+def test_a_record_of_a_configuration_its_settings_no_longer_give_does_not_count(tmp_path):
+    """A recipe changed after the record was made (NCF's Beauty L2, 0 then 0.01): the record's settings
+    are the same flags, but they train another model now; the record neither counts for its own run nor
+    answers another experiment's."""
+    from bert4rec_tf.experiments.plans import resolved_settings
+    from bert4rec_tf.experiments.records import (RECORD_VERSION, config_differences, read_record, stale_fields)
+    settings = ["--dataset", "beauty", "--model", "ncf", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-1h"]
+    run = next(run for run in plan("table2", ["beauty"]) if run.setting == "ncf")
+    config = resolved_settings(settings)["config"]
+    record = {**fake_record("beauty", "ncf", {"pop": {"HR@10": 0.18}}), "version": RECORD_VERSION,
+              "experiment": "table2", "settings": settings, "config": config}
+    os.makedirs(tmp_path / "table2")
+    path = tmp_path / "table2" / "beauty-ncf.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert stale_fields(record, settings) == [] and read_record(str(tmp_path), "table2", run, settings)["run"] == "beauty-ncf"
+    # What the run decided itself (the data's sizes, the steps a budget afforded) is not a difference.
+    run_made = {**config, "model": {**config["model"], "vocab_size": 54544, "num_users": 40226},
+                "train": {**config["train"], "train_steps": 22620}}
+    assert stale_fields({**record, "config": run_made}, settings) == []
+    old = {**config, "model": {**config["model"], "l2": 0.0}}
+    path.write_text(json.dumps({**record, "config": old}), encoding="utf-8")
+    assert stale_fields({**record, "config": old}, settings) == ["model.l2"]
+    assert read_record(str(tmp_path), "table2", run, settings) is None
+    assert read_record(str(tmp_path), "other", run, settings) is None  # nor as another experiment's record
+    # A field the record lacks came to the package later: not compared; a record without a
+    # configuration (made before records stored it) is compared by its settings alone.
+    del old["model"]["l2"]
+    assert config_differences(old, config) == []
+    assert stale_fields({key: value for key, value in record.items() if key != "config"}, settings) == []

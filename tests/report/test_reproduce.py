@@ -86,6 +86,7 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     assert record["steps"] == 4 and record["test"]["pop"]["HR@10"] == pytest.approx(float(hr10["ours"]))
     assert "--model_dir" not in record["settings"] and "--train_steps" in record["settings"]
     assert record["curve"] and record["commit"] and record["machine"] and record["data"]["source"]
+    assert record["config"]["model"]["name"] == "bert4rec" and record["config"]["train"]["train_steps"] == 4
     # The cores' speed was measured before BERT4Rec trained (not before POP, which trains nothing),
     # once per start: the run was started twice.
     assert [sorted(speed) for speed in record["speed"]] == [["cores", "float32_gflops", "stream_gbs", "time"]] * 2
@@ -143,6 +144,31 @@ def test_a_run_folder_trained_with_other_settings_is_refused_not_reported(tmp_pa
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert result.returncode == 1 and len(errors) == 1 and "was trained with other settings" in errors[0]
     assert not (tmp_path / "results").exists()
+
+
+def test_a_record_or_run_folder_of_a_configuration_since_changed_trains_again_or_is_refused(tmp_path):
+    from bert4rec_tf.experiments.plans import resolved_settings
+    from bert4rec_tf.experiments.records import RECORD_VERSION
+    out, results = tmp_path / "out", tmp_path / "results"
+    args = ["table2", "--datasets", "beauty", "--only", "ncf", "--recipe", "cpu-1h", "--out", str(out),
+            "--results_dir", str(results), "--dry_run"]
+    settings = ["--dataset", "beauty", "--model", "ncf", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-1h"]
+    config = resolved_settings(settings)["config"]
+    (results / "table2").mkdir(parents=True)
+    record = {**fake_record("beauty", "ncf", {"pop": {"HR@10": 0.18}}), "version": RECORD_VERSION,
+              "experiment": "table2", "settings": settings, "config": config}
+    (results / "table2" / "beauty-ncf.json").write_text(json.dumps(record), encoding="utf-8")
+    assert "beauty-ncf" in (now := reproduce(*args)).stdout and "[recorded]" in now.stdout, now.stderr[-2000:]
+    old = {**config, "model": {**config["model"], "l2": 0.0}}  # as the recipe was before it set 0.01
+    (results / "table2" / "beauty-ncf.json").write_text(json.dumps({**record, "config": old}), encoding="utf-8")
+    stale = reproduce(*args)
+    assert "[new: its record is of another configuration (model.l2)]" in stale.stdout, stale.stdout[-2000:]
+    # A run folder that trained the former configuration is not this command's run.
+    folder = out / "runs" / "beauty-ncf"
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps({"steps": 1, "test": {"pop": {"HR@10": 0.2}}}), encoding="utf-8")
+    (folder / "config.json").write_text(json.dumps(old), encoding="utf-8")
+    assert "[other settings]" in reproduce(*args).stdout
 
 
 @pytest.mark.parametrize("args, message", [
