@@ -175,7 +175,7 @@ def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], com
             origin = (read_json(_provenance_file(model_dir), "run provenance")
                       if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_ROOT))
             if origin.pop("settings", settings) != settings or _folder_changed(model_dir, settings):
-                continue  # trained with other settings, or a configuration since changed: not a result of this command
+                continue  # other settings, or a configuration since changed: not a result of this command
             record = make_record(model_dir, run, args.experiment, settings, origin)
             if args.results_dir:
                 path = record_path(args.results_dir, args.experiment, run)
@@ -311,10 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         state = run_status(model_dir)
         settings = _settings(run, args, sources)
         origin = _provenance_file(model_dir)
-        if state != "new" and os.path.isfile(origin) and read_json(origin, "run provenance").get("settings",
-                                                                                                settings) != settings:
-            return "other settings"
-        if state != "new" and _folder_changed(model_dir, settings):
+        if state != "new" and ((os.path.isfile(origin) and read_json(origin, "run provenance").get(
+                "settings", settings) != settings) or _folder_changed(model_dir, settings)):
             return "other settings"
         if state != "finished" and args.results_dir and read_record(args.results_dir, args.experiment, run, settings):
             return "recorded"
@@ -342,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     clashes = [name for name, state in states.items() if state == "other settings"]
     if clashes:
         print(f"error: {os.path.join(args.out, 'runs', clashes[0])} was trained with other settings than this "
-              "command's (or with a configuration they no longer give); give another --out, or the flags it was started with (--dry_run lists the plan)",
+              "command's (or with a configuration they no longer give); give another --out, or the flags it was "
+              "started with (--dry_run lists the plan)",
               file=sys.stderr)
         return 1
     os.makedirs(args.out, exist_ok=True)
@@ -360,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
             stale = changed(run) if state == "new" else []
             if stale:
                 print(f"run {index}/{len(runs)}: {run.name}: its record in {args.results_dir} was made with another "
-                      f"configuration than its settings give now ({', '.join(stale)} differ): it trains again", flush=True)
+                      f"configuration than its settings give now ({', '.join(stale)} differ): it trains again",
+                      flush=True)
             todo.append((index, run, state))
 
     def run_budget(run) -> float:

@@ -91,7 +91,8 @@ def test_a_record_of_a_configuration_its_settings_no_longer_give_does_not_count(
     os.makedirs(tmp_path / "table2")
     path = tmp_path / "table2" / "beauty-ncf.json"
     path.write_text(json.dumps(record), encoding="utf-8")
-    assert stale_fields(record, settings) == [] and read_record(str(tmp_path), "table2", run, settings)["run"] == "beauty-ncf"
+    assert stale_fields(record, settings) == []
+    assert read_record(str(tmp_path), "table2", run, settings)["run"] == "beauty-ncf"
     # What the run decided itself (the data's sizes, the steps a budget afforded) is not a difference.
     run_made = {**config, "model": {**config["model"], "vocab_size": 54544, "num_users": 40226},
                 "train": {**config["train"], "train_steps": 22620}}
