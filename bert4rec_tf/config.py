@@ -287,6 +287,18 @@ _FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_
                 "recipe", "encoding")
 
 
+def config_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[str]:
+    """The `section.key` fields whose values differ between a recorded configuration (`to_dict()`
+    form) and `current`, sorted. A field the recorded one lacks is not compared (it came to the package
+    later, and its default keeps the former behaviour), nor the (section, key) pairs in `ignore`.
+
+    Example: config_differences({"model": {"l2": 0.0}}, {"model": {"l2": 0.01, "name": "ncf"}}) == ["model.l2"]
+    """
+    return sorted(f"{section}.{key}" for section, values in current.items() for key, value in values.items()
+                  if (section, key) not in ignore and key in recorded.get(section, {})
+                  and recorded[section][key] != value)
+
+
 def loss_note(config: "ModelConfig") -> str | None:
     """What a run's records say of a loss that is not its paper's (None: the paper's loss).
 

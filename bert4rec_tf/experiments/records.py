@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from bert4rec_tf.config import config_differences
 from bert4rec_tf.experiments.plans import Run, resolved_settings
 from bert4rec_tf.files import read_json
 
@@ -58,25 +59,13 @@ def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], 
 _FROM_THE_RUN = (("model", "vocab_size"), ("model", "num_users"), ("train", "train_steps"))
 
 
-def config_differences(recorded: dict, resolved: dict) -> list[str]:
-    """The `section.key` fields whose values differ between a record's configuration and the one its
-    settings resolve to now, sorted. A field either lacks is not compared (one that came to the package
-    after the record keeps the former behaviour by default), nor what the run itself sets
-    (`_FROM_THE_RUN`).
-
-    Example: config_differences({"model": {"l2": 0.0}}, {"model": {"l2": 0.01, "name": "ncf"}}) == ["model.l2"]
-    """
-    return sorted(f"{section}.{key}" for section, values in resolved.items() for key, value in values.items()
-                  if (section, key) not in _FROM_THE_RUN and key in recorded.get(section, {})
-                  and recorded[section][key] != value)
-
-
 def stale_fields(record: dict, settings: list[str]) -> list[str]:
     """The fields in which `record`'s configuration differs from what `settings` resolve to now
-    (`config_differences`); empty when they agree, or when the record stores no configuration or the
-    settings cannot be resolved (then only the settings are compared)."""
+    (`config.config_differences`, leaving out what the run itself decides: `_FROM_THE_RUN`); empty when
+    they agree, or when the record stores no configuration or the settings cannot be resolved (then
+    only the settings are compared)."""
     resolved = resolved_settings(settings) if "config" in record else None
-    return [] if resolved is None else config_differences(record["config"], resolved["config"])
+    return [] if resolved is None else config_differences(record["config"], resolved["config"], _FROM_THE_RUN)
 
 
 def own_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:

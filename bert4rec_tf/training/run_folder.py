@@ -37,7 +37,7 @@ import sys
 import time
 from typing import Iterator
 
-from bert4rec_tf.config import ExperimentConfig
+from bert4rec_tf.config import ExperimentConfig, config_differences
 from bert4rec_tf.data.prepare import PreparedData
 from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
 
@@ -205,10 +205,7 @@ class RunFolder:
         earlier = read_json(self.path("config.json"), "run configuration")
         # A field the recorded configuration lacks came to the package after the run started: not compared
         # (the settings it stands for are, and run.json binds the data).
-        changed = sorted(f"{section}.{key}" for section, values in config.to_dict().items()
-                         for key, value in values.items()
-                         if (section, key) not in (("train", "train_steps"), *ignore)
-                         and key in earlier.get(section, {}) and earlier[section][key] != value)
+        changed = config_differences(earlier, config.to_dict(), ignore=(("train", "train_steps"), *ignore))
         if changed:
             raise ValueError(f"{self.directory} holds a run with another configuration ({', '.join(changed)} "
                              "differ); use a new --model_dir")

@@ -82,7 +82,8 @@ def test_a_record_of_a_configuration_its_settings_no_longer_give_does_not_count(
     are the same flags, but they train another model now; the record neither counts for its own run nor
     answers another experiment's."""
     from bert4rec_tf.experiments.plans import resolved_settings
-    from bert4rec_tf.experiments.records import (RECORD_VERSION, config_differences, read_record, stale_fields)
+    from bert4rec_tf.config import config_differences
+    from bert4rec_tf.experiments.records import RECORD_VERSION, read_record, stale_fields
     settings = ["--dataset", "beauty", "--model", "ncf", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-1h"]
     run = next(run for run in plan("table2", ["beauty"]) if run.setting == "ncf")
     config = resolved_settings(settings)["config"]
