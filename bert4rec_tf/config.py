@@ -100,6 +100,10 @@ class ModelConfig:
         vertical_filters: Caser's vertical filters (n_v).
         learned_padding: Caser embeds the padding item 0 with a learned row, as the authors' code
             does (false: the zero vector, the zero-padded history of the paper).
+        code_network: SASRec runs the network of its authors' code instead of the paper's post-LN
+            blocks: the item embedding scaled by sqrt(d) with no input LayerNorm, pre-LN blocks
+            without the attention's output projection, a last LayerNorm
+            (`bert4rec_tf.layers.code_sasrec_block`); its blocks do not run packed.
         bpr_max_reg: the score regularisation lambda of GRU4Rec+'s BPR-max loss.
         sampled_negatives: K, the negatives a batch shares under `loss` "sampled_softmax" (drawn by
             training popularity ** `negative_alpha`, uniform at 0).
@@ -133,6 +137,7 @@ class ModelConfig:
     conv_filters: int = 16
     vertical_filters: int = 4
     learned_padding: bool = False
+    code_network: bool = False
     bpr_max_reg: float = 1.0
     sampled_negatives: int = 1024
     padding_free: str = "auto"

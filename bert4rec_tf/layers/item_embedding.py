@@ -26,6 +26,8 @@ class ItemEmbedding(keras.layers.Layer):
         positions_from_end: number the positions so that the last column is max_len - 1 (inputs
             padded on the left, as SASRec's: a narrower input, trimmed of leading padding, keeps
             every item's position); default: the first column is 0 (padding on the right).
+        scaled_no_norm: Dropout(sqrt(d) E[item] + P[position]) with no LayerNorm, as the SASRec
+            authors' code (`model.code_network`).
         **kwargs: passed to `keras.layers.Layer`.
     """
 
@@ -38,6 +40,7 @@ class ItemEmbedding(keras.layers.Layer):
         use_position_embedding: bool = True,
         dropout_before_norm: bool = False,
         positions_from_end: bool = False,
+        scaled_no_norm: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -48,6 +51,7 @@ class ItemEmbedding(keras.layers.Layer):
         self.use_position_embedding = use_position_embedding
         self.dropout_before_norm = dropout_before_norm
         self.positions_from_end = positions_from_end
+        self.scaled_no_norm = scaled_no_norm
 
     def build(self, input_shape=None):
         self.item_embedding = keras.layers.Embedding(
@@ -67,10 +71,11 @@ class ItemEmbedding(keras.layers.Layer):
                 name="position_embedding",
             )
             self.position_embedding.build()
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="layer_norm"
-        )
-        self.layer_norm.build((None, None, self.hidden_size))
+        if not self.scaled_no_norm:
+            self.layer_norm = keras.layers.LayerNormalization(
+                epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="layer_norm"
+            )
+            self.layer_norm.build((None, None, self.hidden_size))
         self.dropout = Dropout(
             self.hidden_dropout, dtype=self.dtype_policy, name="dropout"
         )
@@ -97,12 +102,16 @@ class ItemEmbedding(keras.layers.Layer):
             [batch, seq_len, hidden_size].
         """
         embeddings = self.item_embedding(inputs)  # [batch, seq_len, hidden]
+        if self.scaled_no_norm:
+            embeddings = embeddings * (self.hidden_size ** 0.5)
         if self.use_position_embedding:
             seq_len = ops.shape(inputs)[1]
             positions = ops.arange(seq_len)  # [seq_len]
             if self.positions_from_end:
                 positions = positions + (self.max_len - seq_len)
             embeddings = embeddings + ops.expand_dims(self.position_embedding(positions), 0)
+        if self.scaled_no_norm:
+            return self.dropout(embeddings, training=training)
         if self.dropout_before_norm:
             return self.layer_norm(self.dropout(embeddings, training=training))
         return self.dropout(self.layer_norm(embeddings), training=training)
@@ -117,5 +126,6 @@ class ItemEmbedding(keras.layers.Layer):
             use_position_embedding=self.use_position_embedding,
             dropout_before_norm=self.dropout_before_norm,
             positions_from_end=self.positions_from_end,
+            scaled_no_norm=self.scaled_no_norm,
         )
         return config

@@ -20,13 +20,15 @@ class MultiHeadAttention(keras.layers.Layer):
     [i * head_size, (i + 1) * head_size) of each projection belong to head i. Scores are scaled by
     1 / sqrt(head_size); masked keys get ATTENTION_MASK_VALUE added before the softmax (computed in
     float32); dropout acts on the attention probabilities; a Dense layer projects the concatenated
-    heads back to hidden_size.
+    heads back to hidden_size (unless `output_projection` is False).
 
     Args:
         num_heads: h.
         hidden_size: d, the input and output width; must be divisible by `num_heads`.
         attention_dropout: dropout rate on the attention probabilities.
         causal: attend only to keys at or before the query position (SASRec).
+        output_projection: project the concatenated heads with a Dense layer (the SASRec authors'
+            code has none: `bert4rec_tf.layers.code_sasrec_block`).
         **kwargs: passed to `keras.layers.Layer` (name, dtype, ...).
     """
 
@@ -36,6 +38,7 @@ class MultiHeadAttention(keras.layers.Layer):
         hidden_size: int,
         attention_dropout: float = 0.0,
         causal: bool = False,
+        output_projection: bool = True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -45,6 +48,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.attention_dropout = attention_dropout
         self.causal = causal
+        self.output_projection = output_projection
         self.head_size = hidden_size // num_heads
 
     def build(self, input_shape):
@@ -60,13 +64,15 @@ class MultiHeadAttention(keras.layers.Layer):
         self.query_dense = dense("query")
         self.key_dense = dense("key")
         self.value_dense = dense("value")
-        self.output_dense = dense("output")
+        if self.output_projection:
+            self.output_dense = dense("output")
         self.probs_dropout = Dropout(
             self.attention_dropout, dtype=self.dtype_policy, name="attention_probs_dropout"
         )
         for layer in (self.query_dense, self.key_dense, self.value_dense):
             layer.build(input_shape)
-        self.output_dense.build((*input_shape[:-1], self.hidden_size))
+        if self.output_projection:
+            self.output_dense.build((*input_shape[:-1], self.hidden_size))
         self.built = True
 
     def call(self, inputs, padding_mask=None, training=None, return_attention_scores: bool = False):
@@ -144,5 +150,6 @@ class MultiHeadAttention(keras.layers.Layer):
             hidden_size=self.hidden_size,
             attention_dropout=self.attention_dropout,
             causal=self.causal,
+            output_projection=self.output_projection,
         )
         return config

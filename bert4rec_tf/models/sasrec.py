@@ -8,6 +8,7 @@ from keras import ops
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.layers import ItemEmbedding
+from bert4rec_tf.layers.code_sasrec_block import CODE_LAYER_NORM_EPSILON, CodeSASRecBlock
 from bert4rec_tf.models.base import (SequentialRecommender, fit_transformer_statistics, run_blocks,
                                      sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
@@ -53,10 +54,21 @@ class SASRec(SequentialRecommender):
             use_position_embedding=config.use_position_embedding,
             dropout_before_norm=True,
             positions_from_end=True,
+            scaled_no_norm=config.code_network,
             dtype=self.dtype_policy,
             name="embedding",
         )
-        self.transformer_blocks = transformer_blocks(config, self.dtype_policy, causal=True, activation="relu")
+        if config.code_network:
+            self.transformer_blocks = [
+                CodeSASRecBlock(hidden_size=config.hidden_size, num_heads=config.num_heads,
+                                intermediate_size=config.intermediate_size, hidden_dropout=config.hidden_dropout,
+                                attention_dropout=config.attention_dropout, dtype=self.dtype_policy,
+                                name=f"transformer_block_{index}")
+                for index in range(config.num_layers)]
+            self.final_layer_norm = keras.layers.LayerNormalization(
+                epsilon=CODE_LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="final_layer_norm")
+        else:
+            self.transformer_blocks = transformer_blocks(config, self.dtype_policy, causal=True, activation="relu")
         self.sampler = sampled_softmax_sampler(config)
         # Decided again from the training data by `fit_statistics` when "auto".
         self.pack_positions = config.padding_free == "on"
@@ -66,6 +78,8 @@ class SASRec(SequentialRecommender):
         self.embedding.build()
         for block in self.transformer_blocks:
             block.build((None, self.model_config.max_len, self.model_config.hidden_size))
+        if self.model_config.code_network:
+            self.final_layer_norm.build((None, None, self.model_config.hidden_size))
         if self.sampler is not None:
             self.sampler.build()
         self.built = True
@@ -81,8 +95,13 @@ class SASRec(SequentialRecommender):
             self.build()
         padding_mask = ops.cast(features["input_ids"] != PAD_ID, "int32")
         hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
+        code_network = self.model_config.code_network
+        if code_network:  # the code zeroes the padding's inputs
+            hidden = hidden * ops.cast(ops.expand_dims(padding_mask, -1), hidden.dtype)
         hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, padding_mask, training,
-                                               packed=self.pack_positions)
+                                               packed=self.pack_positions and not code_network)
+        if code_network:
+            hidden = self.final_layer_norm(hidden)
         if return_attention_scores:
             return hidden, attention_scores
         return hidden

@@ -32,6 +32,13 @@ class NextItemTask(Task):
     padded_left = True
     attention_last_label = "newest item"
 
+    def validate(self, config: ExperimentConfig) -> None:
+        """The shared checks, and `model.code_network` runs its blocks on whole windows only."""
+        super().validate(config)
+        if config.model.code_network and config.model.padding_free == "on":
+            raise ValueError("--config padding_free=on cannot be used with --config code_network=true: the "
+                             "code's blocks run on whole windows (use auto or off)")
+
     def build_model(self, config: ModelConfig):
         from bert4rec_tf.models.sasrec import SASRec
 
