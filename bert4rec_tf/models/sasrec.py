@@ -99,7 +99,7 @@ class SASRec(SequentialRecommender):
         if code_network:  # the code zeroes the padding's inputs
             hidden = hidden * ops.cast(ops.expand_dims(padding_mask, -1), hidden.dtype)
         hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, padding_mask, training,
-                                               packed=self.pack_positions and not code_network)
+                                               packed=self.pack_positions)
         if code_network:
             hidden = self.final_layer_norm(hidden)
         if return_attention_scores:
@@ -139,8 +139,10 @@ class SASRec(SequentialRecommender):
 
     def fit_statistics(self, train_sequences: list) -> None:
         """The sampled softmax's sampler takes the items' training counts; `model.padding_free` "auto"
-        is decided by how full the training windows are (`packs_positions`)."""
+        is decided by how full the training windows are (`packs_positions`); the code network's blocks
+        never run packed."""
         fit_transformer_statistics(self, train_sequences)
+        self.pack_positions = self.pack_positions and not self.model_config.code_network
 
     def history_inputs(self, history) -> dict:
         """The latest max_len known items, padded on the left: `input_ids` int32 [batch, min(L, max_len)]."""

@@ -121,7 +121,7 @@ def test_the_code_network_runs_whole_windows_and_refuses_packing():
         get_task("sasrec").validate(experiment)
     model = build_model(config("sasrec", code_network=True, padding_free="auto"))
     model.fit_statistics([np.array([1, 2])] * 5)  # windows far less than half full: "auto" would pack
-    assert model.pack_positions  # the choice stays the shared rule's; encode() does not pack
+    assert not model.pack_positions
     items = np.asarray(model.history_inputs(HISTORY)["input_ids"])
     np.testing.assert_allclose(np.asarray(model.encode({"input_ids": items}))[items != 0],
                                reference_output(model, items)[items != 0], rtol=1e-4, atol=1e-4)
