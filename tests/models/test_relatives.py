@@ -21,6 +21,14 @@ HISTORY = np.array([[1, 2, 3, 4, 0, 0], [5, 0, 0, 0, 0, 0], [0, 7, 8, 9, 10, 11]
 USERS = 3  # model user ids 1..3, for the families that learn a vector per user
 # The families whose training batch is written out here; the others' comes from their own stream.
 HAND_MADE_BATCHES = ("sasrec", "bert4rec", "bert4rec_match")
+# Settings that make a family build other layers, run through the same checks as its defaults.
+VARIANTS = {"sasrec-code_network": ("sasrec", {"code_network": True})}
+
+
+def cases(names) -> list:
+    """(family, config changes) for every family in `names` with its defaults, then its `VARIANTS`."""
+    return ([pytest.param(name, {}, id=name) for name in sorted(names)]
+            + [pytest.param(name, changes, id=case) for case, (name, changes) in VARIANTS.items() if name in names])
 
 
 @pytest.fixture(autouse=True)
@@ -83,9 +91,9 @@ def training_batch(name: str, model_config: ModelConfig | None = None) -> dict[s
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(name for name, task in TASKS.items() if task.trains))
-def test_one_fit_step_trains_every_weight_and_logs_the_gradient_norm(name):
-    settings = config(name, hidden_dropout=0.0, attention_dropout=0.0)
+@pytest.mark.parametrize("name, changes", cases(name for name, task in TASKS.items() if task.trains))
+def test_one_fit_step_trains_every_weight_and_logs_the_gradient_norm(name, changes):
+    settings = config(name, hidden_dropout=0.0, attention_dropout=0.0, **changes)
     model = build_model(settings)
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     before = [v.numpy().copy() for v in model.trainable_variables]
@@ -165,15 +173,15 @@ def test_matching_model_loss_is_one_mean_over_the_masked_slots_and_the_matching_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(TASKS))
-def test_every_model_survives_keras_save_and_reload(name, tmp_path):
-    model = build_model(config(name))
+@pytest.mark.parametrize("name, changes", cases(TASKS))
+def test_every_model_survives_keras_save_and_reload(name, changes, tmp_path):
+    model = build_model(config(name, **changes))
     if name == "pop":
         model.fit_statistics([np.array([1, 2, 2, 3])])
     path = tmp_path / f"{name}.keras"
     model.save(path)
     restored = keras.saving.load_model(path, safe_mode=True)
-    assert type(restored) is type(model)
+    assert type(restored) is type(model) and restored.model_config == model.model_config
     for mine, theirs in zip(scores_and_user(restored, HISTORY), scores_and_user(model, HISTORY)):
         np.testing.assert_array_equal(mine, theirs)
 

@@ -1,4 +1,5 @@
-"""SASRec with `model.code_network`: the network of the SASRec authors' code, against a NumPy reference."""
+"""SASRec with `model.code_network`: the network of the SASRec authors' code, against a NumPy reference (its
+one fit step and save/reload run with every family's, in test_relatives.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.tasks import get_task
-from tests.models.test_relatives import HISTORY, build_model, config, training_batch
+from tests.models.test_relatives import HISTORY, build_model, config
 
 EPSILON = 1e-8  # the code's LayerNorm
 
@@ -96,22 +97,6 @@ def test_the_code_network_differs_from_the_paper_network_in_exactly_its_weights(
         "embedding/layer_norm/gamma", "embedding/layer_norm/beta",
         *(f"transformer_block_{b}/self_attention/output/{w}" for b in (0, 1) for w in ("kernel", "bias"))}
     assert paths[True] - paths[False] == {"final_layer_norm/gamma", "final_layer_norm/beta"}
-
-
-@pytest.mark.slow
-def test_one_fit_step_trains_every_weight_and_the_model_reloads(tmp_path):
-    settings = config("sasrec", code_network=True, hidden_dropout=0.0, attention_dropout=0.0)
-    model = build_model(settings)
-    model.compile(optimizer=keras.optimizers.Adam(1e-2))
-    before = [v.numpy().copy() for v in model.trainable_variables]
-    batch = training_batch("sasrec", settings)
-    logs = model.fit(batch, batch_size=2, epochs=1, verbose=0).history
-    assert np.isfinite(logs["loss"][0])
-    assert not [v.path for v, old in zip(model.trainable_variables, before) if np.array_equal(v.numpy(), old)]
-    model.save(tmp_path / "code.keras")
-    restored = keras.saving.load_model(tmp_path / "code.keras", safe_mode=True)
-    assert restored.model_config.code_network
-    np.testing.assert_array_equal(np.asarray(restored.score_next(HISTORY)), np.asarray(model.score_next(HISTORY)))
 
 
 def test_the_code_network_runs_whole_windows_and_refuses_packing():
