@@ -27,7 +27,8 @@ VARIANTS = {"sasrec-code_network": ("sasrec", {"code_network": True})}
 
 def cases(names) -> list:
     """(family, config changes) for every family in `names` with its defaults, then its `VARIANTS`."""
-    return ([pytest.param(name, {}, id=name) for name in sorted(names)]
+    names = sorted(names)
+    return ([pytest.param(name, {}, id=name) for name in names]
             + [pytest.param(name, changes, id=case) for case, (name, changes) in VARIANTS.items() if name in names])
 
 
