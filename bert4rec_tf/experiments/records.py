@@ -78,6 +78,33 @@ def own_record(results_dir: str, experiment: str, run: Run, settings: list[str])
     return None
 
 
+def _flag_pairs(settings: list[str]) -> list[tuple[str, ...]]:
+    """`settings` as (flag, value) pairs, or (flag,) for a flag without a value."""
+    pairs = []
+    for item in settings:
+        if item.startswith("--") or not pairs or len(pairs[-1]) == 2:
+            pairs.append((item,))
+        else:
+            pairs[-1] = (*pairs[-1], item)
+    return pairs
+
+
+def settings_changes(results_dir: str, experiment: str, run: Run, settings: list[str]) -> list[str]:
+    """How `settings` differ from those of `run`'s stored record when it was made with others (a
+    plan's flags changed since): "now also FLAG VALUE" for each flag the record lacks, "no longer
+    FLAG VALUE" for each it has that `settings` do not give; empty when there is no record or it was
+    made with these settings."""
+    path = record_path(results_dir, experiment, run)
+    if not os.path.isfile(path):
+        return []
+    record = read_json(path, "run record")
+    theirs, mine = _flag_pairs(record.get("settings") or []), _flag_pairs(settings)
+    if record.get("version") != RECORD_VERSION or theirs == mine:
+        return []
+    return ([f"now also {' '.join(pair)}" for pair in mine if pair not in theirs]
+            + [f"no longer {' '.join(pair)}" for pair in theirs if pair not in mine])
+
+
 def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
     """The stored record of `run` if it was made with these `settings` and its configuration is what
     they resolve to now, else another experiment's record of the same settings (`shared_record`), else

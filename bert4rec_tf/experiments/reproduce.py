@@ -34,7 +34,7 @@ from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, run_settings
 from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
-                                             stale_fields)
+                                             settings_changes, stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.experiments.scheduler import PACKAGE_ROOT, TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
 from bert4rec_tf.files import atomic_path, read_json, write_json_atomic
@@ -331,8 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.experiment}: {len(runs)} runs, each {length} (recipe {args.recipe})")
         for index, run in enumerate(runs, 1):
             state, stale = status(run), changed(run)
+            flags = settings_changes(args.results_dir, args.experiment, run, _settings(run, args, sources)) if (
+                args.results_dir and state == "new") else []
             if state == "new" and stale:
                 state = f"new: its record is of another configuration ({', '.join(stale)})"
+            elif flags:
+                state = f"new: its record was made with other flags ({'; '.join(flags)})"
             print(f"{index:>3}. {run.name:<32} [{state}] "
                   f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
         return 0
@@ -357,10 +361,15 @@ def main(argv: list[str] | None = None) -> int:
                   "skipped", flush=True)
         else:
             stale = changed(run) if state == "new" else []
+            flags = settings_changes(args.results_dir, args.experiment, run, _settings(run, args, sources)) if (
+                args.results_dir and state == "new") else []
             if stale:
                 print(f"run {index}/{len(runs)}: {run.name}: its record in {args.results_dir} was made with another "
                       f"configuration than its settings give now ({', '.join(stale)} differ): it trains again",
                       flush=True)
+            elif flags:
+                print(f"run {index}/{len(runs)}: {run.name}: its record in {args.results_dir} was made with other flags "
+                      f"({'; '.join(flags)}): it trains again and its record is replaced", flush=True)
             todo.append((index, run, state))
 
     def run_budget(run) -> float:

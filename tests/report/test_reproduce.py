@@ -171,6 +171,21 @@ def test_a_record_or_run_folder_of_a_configuration_since_changed_trains_again_or
     assert "[other settings]" in reproduce(*args).stdout
 
 
+def test_the_plan_names_the_flags_by_which_a_record_of_other_settings_differs(tmp_path):
+    from bert4rec_tf.experiments.records import RECORD_VERSION
+    results = tmp_path / "results"
+    args = ["table2", "--datasets", "beauty", "--only", "ncf", "--recipe", "cpu-1h", "--out", str(tmp_path / "out"),
+            "--results_dir", str(results), "--dry_run"]
+    settings = ["--dataset", "beauty", "--model", "ncf", "--seed", "12345", "--eval_every", "500"]  # no --recipe
+    (results / "table2").mkdir(parents=True)
+    record = {**fake_record("beauty", "ncf", {"pop": {"HR@10": 0.18}}), "version": RECORD_VERSION,
+              "experiment": "table2", "settings": [*settings, "--config", "l2=0.5"]}
+    (results / "table2" / "beauty-ncf.json").write_text(json.dumps(record), encoding="utf-8")
+    plan = reproduce(*args)
+    assert ("[new: its record was made with other flags (now also --recipe cpu-1h; no longer --config l2=0.5)]"
+            in plan.stdout), plan.stdout[-2000:] + plan.stderr[-2000:]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--budget", "2x"], "error: --budget '2x' is not a duration"),
     (["--only", "pop,bert5rec"], "error: --only: no run bert5rec in table2"),
