@@ -325,14 +325,19 @@ def main(argv: list[str] | None = None) -> int:
         record = own_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
         return stale_fields(record, settings) if record else []
 
+    def other_flags(run, state: str) -> list[str]:
+        """The flags by which the new run's record in --results_dir differs, when it was made with other
+        flags than the plan gives now (`settings_changes`): the run trains again and replaces it."""
+        return settings_changes(args.results_dir, args.experiment, run, _settings(run, args, sources)) if (
+            args.results_dir and state == "new") else []
+
     if args.dry_run:
         length = (f"for {args.budget}" if args.budget else f"{args.train_steps} steps" if args.train_steps
                   else "as the recipe says")
         print(f"{args.experiment}: {len(runs)} runs, each {length} (recipe {args.recipe})")
         for index, run in enumerate(runs, 1):
             state, stale = status(run), changed(run)
-            flags = settings_changes(args.results_dir, args.experiment, run, _settings(run, args, sources)) if (
-                args.results_dir and state == "new") else []
+            flags = other_flags(run, state)
             if state == "new" and stale:
                 state = f"new: its record is of another configuration ({', '.join(stale)})"
             elif flags:
@@ -361,8 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                   "skipped", flush=True)
         else:
             stale = changed(run) if state == "new" else []
-            flags = settings_changes(args.results_dir, args.experiment, run, _settings(run, args, sources)) if (
-                args.results_dir and state == "new") else []
+            flags = other_flags(run, state)
             if stale:
                 print(f"run {index}/{len(runs)}: {run.name}: its record in {args.results_dir} was made with another "
                       f"configuration than its settings give now ({', '.join(stale)} differ): it trains again",
