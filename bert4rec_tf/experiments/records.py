@@ -91,8 +91,9 @@ def _flag_pairs(settings: list[str]) -> list[tuple[str, ...]]:
 
 def settings_changes(results_dir: str, experiment: str, run: Run, settings: list[str]) -> list[str]:
     """How `settings` differ from those of `run`'s stored record when it was made with others (a
-    plan's flags changed since): "now also FLAG VALUE" for each flag the record lacks, "no longer
-    FLAG VALUE" for each it has that `settings` do not give; empty when there is no record or it was
+    plan's flags or the command's changed since): "FLAG VALUE (was OLD)" for a flag given once on each
+    side with another value, "now also FLAG VALUE" for any other the record lacks, "no longer FLAG
+    VALUE" for any other it has that `settings` do not give; empty when there is no record or it was
     made with these settings."""
     path = record_path(results_dir, experiment, run)
     if not os.path.isfile(path):
@@ -101,8 +102,21 @@ def settings_changes(results_dir: str, experiment: str, run: Run, settings: list
     theirs, mine = _flag_pairs(record.get("settings") or []), _flag_pairs(settings)
     if record.get("version") != RECORD_VERSION or theirs == mine:
         return []
-    return ([f"now also {' '.join(pair)}" for pair in mine if pair not in theirs]
-            + [f"no longer {' '.join(pair)}" for pair in theirs if pair not in mine])
+    added, removed = [pair for pair in mine if pair not in theirs], [pair for pair in theirs if pair not in mine]
+
+    def single(pairs, flag):
+        """The one pair of `flag` in `pairs`, or None when it is given never or more than once."""
+        found = [pair for pair in pairs if pair[0] == flag]
+        return found[0] if len(found) == 1 else None
+
+    changed = {}  # flag: its record's pair, for a flag given once on each side with another value
+    for pair in added:
+        old = single(theirs, pair[0])
+        if old in removed and single(mine, pair[0]):
+            changed[pair[0]] = old
+    return ([f"{' '.join(pair)} (was {' '.join(changed[pair[0]][1:])})" if pair[0] in changed else f"now also {' '.join(pair)}"
+             for pair in added]
+            + [f"no longer {' '.join(pair)}" for pair in removed if changed.get(pair[0]) != pair])
 
 
 def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:

@@ -108,3 +108,24 @@ def test_a_record_of_a_configuration_its_settings_no_longer_give_does_not_count(
     del old["model"]["l2"]
     assert config_differences(old, config) == []
     assert stale_fields({key: value for key, value in record.items() if key != "config"}, settings) == []
+
+
+def test_a_record_of_other_flags_is_described_by_the_flags_that_differ(tmp_path):
+    from bert4rec_tf.experiments.plans import Run
+    from bert4rec_tf.experiments.records import RECORD_VERSION, record_path, settings_changes
+    run = Run("beauty", "sasrec-bce", "sasrec")
+    path = record_path(str(tmp_path), "table2", run)
+    os.makedirs(os.path.dirname(path))
+
+    def changes(theirs: list[str], mine: list[str]) -> list[str]:
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump({"version": RECORD_VERSION, "settings": theirs}, file)
+        return settings_changes(str(tmp_path), "table2", run, mine)
+
+    base = ["--dataset", "beauty", "--model", "sasrec", "--loss", "bce"]
+    assert changes(base, base) == []
+    assert changes(base, [*base, "--config", "code_network=true"]) == ["now also --config code_network=true"]
+    assert changes([*base, "--debug"], [*base[:-1], "ce"]) == ["--loss ce (was bce)", "no longer --debug"]
+    assert changes([*base, "--config", "a=1", "--config", "b=2"], [*base, "--config", "a=1", "--config", "b=3"]) == [
+        "now also --config b=3", "no longer --config b=2"]  # a flag given twice is not paired by name
+    assert settings_changes(str(tmp_path), "table2", Run("beauty", "pop", "pop"), base) == []  # no record

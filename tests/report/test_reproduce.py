@@ -13,12 +13,14 @@ import sys
 
 import pytest
 
+from bert4rec_tf.experiments.plans import plan
 from bert4rec_tf.experiments.report import COLUMNS
 from tests.conftest import REPO, toy_sequences, write_pairs
 from tests.report.fake_records import fake_record, fake_speed
 from tests.training.test_bad_runs import TINY
 
 SCRIPT = os.path.join(REPO, "run_scripts", "reproduce.py")
+TABLE2_BEAUTY_RUNS = len(plan("table2", ["beauty"]))  # what "2 of N runs finished" counts
 
 
 def reproduce(*args):
@@ -73,7 +75,7 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     report = (out / "report.md").read_text(encoding="utf-8")
     ours = float(hr10["ours"])
     cell = f"{ours:.4f} / 0.3025 ({(ours - 0.3025) / 0.3025:+.1%})"  # ours / published (difference), HR@10's column
-    assert "2 of 6 runs finished" in report and "| HR@1 | HR@5 | HR@10 |" in report
+    assert f"2 of {TABLE2_BEAUTY_RUNS} runs finished" in report and "| HR@1 | HR@5 | HR@10 |" in report
     assert next(line for line in report.splitlines() if line.startswith("| bert4rec | ")).split(" | ")[3] == cell
     for figure in ("validation_curves_beauty.png", "validation_steps_beauty.png", "attention.png"):
         path = out / figure
@@ -93,7 +95,7 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     pop = json.loads((results / "table2" / "beauty-pop.json").read_text(encoding="utf-8"))
     assert pop["speed"] == []
     published = (results / "table2.md").read_text(encoding="utf-8")
-    assert "2 of 6 runs finished" in published and "](table2/validation_curves_beauty.png)" in published
+    assert f"2 of {TABLE2_BEAUTY_RUNS} runs finished" in published and "](table2/validation_curves_beauty.png)" in published
     assert (results / "table2" / "validation_curves_beauty.png").stat().st_size > 10_000
     shutil.rmtree(out)
     (results / "table2" / "notes.md").write_text("BERT4Rec trained 4 steps here.\n", encoding="utf-8")
@@ -102,11 +104,12 @@ def test_runs_skip_when_finished_resume_when_started_and_report(tmp_path):
     assert "run 2/2: beauty-bert4rec recorded in" in third.stdout
     assert not os.path.exists(out / "runs" / "beauty-bert4rec")
     published = (results / "table2.md").read_text(encoding="utf-8")
-    assert "2 of 6 runs finished" in published
+    assert f"2 of {TABLE2_BEAUTY_RUNS} runs finished" in published
     assert "## Discussion" in published and "BERT4Rec trained 4 steps here." in published
     # Other settings are another experiment: the record does not count for them.
     other = reproduce(*[a if a != "4" else "6" for a in args], "--dry_run")
-    assert "[new]" in other.stdout and "[recorded]" not in other.stdout
+    assert "[new: its record was made with other flags (--train_steps 6 (was 4))]" in other.stdout
+    assert "[recorded]" not in other.stdout
 
 
 @pytest.mark.slow
@@ -124,7 +127,7 @@ def test_two_jobs_train_at_once_on_a_core_each(tmp_path):
     assert len(started) == 2 and {line.split(" on core ")[1].split(",")[0] for line in started} == {"0", "1"}
     for name in ("beauty-sasrec-ce", "beauty-bert4rec"):
         assert os.path.isfile(out / "runs" / name / "results.json")
-    assert "2 of 6 runs finished" in (out / "report.md").read_text(encoding="utf-8")
+    assert f"2 of {TABLE2_BEAUTY_RUNS} runs finished" in (out / "report.md").read_text(encoding="utf-8")
     origin = json.loads((out / "runs" / "beauty-bert4rec" / "reproduce.json").read_text(encoding="utf-8"))
     assert origin["machine"].endswith(f"1 of {os.cpu_count()} cores")
 
