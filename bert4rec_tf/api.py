@@ -33,8 +33,9 @@ class Run:
     Attributes:
         model_dir: the run folder (config.json, results.json, model.keras, export/, ...).
         config: the run's resolved configuration.
-        metrics: the test metrics of the best validation checkpoint, {protocol: {metric: value}} with
-            protocols "pop" (the paper's pop-100), "uniform" (uniform-100) and "full" (all items).
+        metrics: the test metrics of the best validation checkpoint (the last weights without
+            validation), {protocol: {metric: value}} with protocols "pop" (the paper's pop-100),
+            "uniform" (uniform-100) and "full" (all items).
         steps: the training steps the run took.
         best_step: the step of the best validation checkpoint (None without validation).
     """

@@ -78,8 +78,22 @@ def _run() -> None:
         where = f"its checkpoint at step {step:,}" if step else "no checkpoint yet"
         raise KeyboardInterrupt(f"interrupted: {model_dir} keeps {where}; run the same command again to "
                                 f"{'resume from there' if step else 'start it'}") from None
-    print(f"test metrics (best validation checkpoint):\n{format_table(results)}")
+    print(f"test metrics ({weights_tested(model_dir)}):\n{format_table(results)}")
     print(f"run folder: {model_dir} (config.json, results.json, model.keras, checkpoints/, TensorBoard logs)")
+
+
+def weights_tested(model_dir: str) -> str:
+    """Which weights a finished run tested, from its results.json: the best validation checkpoint, or
+    the last weights when there was no validation split (`split=original`) or no training."""
+    from bert4rec_tf.files import read_json
+    from bert4rec_tf.training.run_folder import RunFolder
+
+    record = read_json(RunFolder(model_dir).path("results.json"))
+    if record.get("best_step") is not None:
+        return f"best validation checkpoint, step {record['best_step']:,}"
+    if record.get("steps"):
+        return f"last weights, step {record['steps']:,}: no validation split to choose a checkpoint"
+    return "no training steps"
 
 
 def main() -> None:

@@ -108,7 +108,7 @@ def test_bad_input_is_a_one_line_error(tmp_path, args, needle):
 
 def test_evaluate_and_recommend_commands_read_the_finished_run(finished_run):
     _, model_dir, stdout = finished_run
-    assert "test metrics (best validation checkpoint):" in stdout
+    assert "test metrics (best validation checkpoint, step " in stdout
     result = subprocess.run([sys.executable, os.path.join(REPO, "run_scripts", "evaluate.py"), "--model_dir",
                              model_dir], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
