@@ -433,6 +433,19 @@ def _published_table(rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def weights_tested(records: list[dict]) -> str:
+    """Which weights the report's test metrics are of: the best validation checkpoint, or the last
+    weights of runs trained on the original code's split (`split=original`, no validation set)."""
+    without = sorted(record["run"] for record in records
+                     if record.get("config", {}).get("data", {}).get("split") == "original")
+    if not without:
+        return "each run's best validation checkpoint"
+    if len(without) == len(records):
+        return "each run's last weights (every run trained with `split=original`, so no validation chose a checkpoint)"
+    return (f"each run's best validation checkpoint, the last weights for {', '.join(without)} (trained with "
+            "`split=original`, no validation)")
+
+
 def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
                  figures: list[str], notes: str | None = None) -> list[dict]:
     """Writes `<folder>/<name>.csv` (every column) and `<name>.md` from the `records` of the finished
@@ -452,7 +465,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
 
     finished = {record["run"] for record in records}
     lines = [f"# Reproduction report: {experiment}", "",
-             f"{len(finished)} of {len(runs)} runs finished. Test metrics of each run's best validation checkpoint, "
+             f"{len(finished)} of {len(runs)} runs finished. Test metrics of {weights_tested(records)}, "
              "beside the published numbers where a paper has them; then the figures, the discussion and, last, "
              "where each run comes from (its commit, machine, cores, date, settings and command). Written by "
              "`bert4rec-reproduce` from the records of the finished runs.", ""]

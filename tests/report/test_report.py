@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bert4rec_tf.experiments.plans import plan
-from bert4rec_tf.experiments.report import orderings, report_rows, write_report
+from bert4rec_tf.experiments.report import orderings, report_rows, weights_tested, write_report
 from tests.report.fake_records import fake_record, fake_speed
 
 
@@ -265,3 +265,13 @@ def test_a_run_that_departs_from_another_is_set_beside_it(tmp_path):
             "0.1700 vs 0.1722 (-1.3%, tie) |  | 0.0400 vs 0.0354 (+13.0%, higher) | 0.0191 vs 0.0191 (+0.0%, tie) |"
             ) in report
     assert "| bert4rec-sampled (sampled softmax: not the paper's loss) |" in report
+
+
+def test_the_report_says_which_weights_were_tested_when_runs_trained_without_validation():
+    test = {"pop": {"HR@10": 0.5}}
+    valid, original = fake_record("beauty", "pop", test), fake_record("beauty", "caser", test)
+    original["config"] = {"data": {"split": "original"}}
+    assert weights_tested([valid]) == "each run's best validation checkpoint"
+    assert weights_tested([original]).startswith("each run's last weights (every run trained with `split=original`")
+    assert weights_tested([valid, original]) == ("each run's best validation checkpoint, the last weights for "
+                                                 "beauty-caser (trained with `split=original`, no validation)")
