@@ -21,6 +21,7 @@ from bert4rec_tf.data.pipeline import (
     static_training_dataset,
 )
 from bert4rec_tf.data.preprocess import UserSequences
+from bert4rec_tf.data.split import history_and_target, training_sequences
 from bert4rec_tf.tasks import get_task
 from tests.data.test_instances import NUM_ITEMS, small_config, small_windows
 
@@ -236,3 +237,12 @@ def test_length_grouped_trims_left_padded_next_item_batches_from_the_left():
 def test_padded_width_rounds_up_to_eight_within_max_len(longest, width):
     assert padded_width(longest, 50) == width
     assert int(padded_width(tf.constant(longest), 50)) == width
+
+
+def test_the_splits_keep_the_test_item_out_of_training_and_original_trains_on_the_validation_item():
+    sequences = sequences_of([[1, 2, 3, 4, 5], [6, 7, 8]], 8)
+    assert [s.tolist() for s in training_sequences(sequences, "valid")] == [[1, 2, 3], [6]]
+    assert [s.tolist() for s in training_sequences(sequences, "original")] == [[1, 2, 3, 4], [6, 7]]
+    for stage, history, target in (("valid", [1, 2, 3], 4), ("test", [1, 2, 3, 4], 5)):
+        given, expected = history_and_target(sequences, 0, stage)
+        assert (given.tolist(), expected) == (history, target)
