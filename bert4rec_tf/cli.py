@@ -20,7 +20,7 @@ from bert4rec_tf.config import RECIPES, ExperimentConfig
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
-from bert4rec_tf.tasks import preset, preset_names, recipe_overrides, validate
+from bert4rec_tf.tasks import preset, preset_names, recipe_overrides, refuse_unread_settings, validate
 
 flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.")
 
@@ -110,24 +110,27 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
 
     Raises:
         ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
-            out of range, or an override of `train.recipe` (the recipe is chosen with `--recipe`).
+            out of range, an override of `train.recipe` (the recipe is chosen with `--recipe`), or of a
+            setting the model's family does not read (`bert4rec_tf.tasks.refuse_unread_settings`).
     """
     config = preset(dataset, model)
     for key, value in recipe_overrides(recipe or "paper", dataset, model).items():
         config.override(key, value)
     config.train.recipe = recipe or "paper"
+    given = {}
     for override in overrides:
         if "=" not in override:
             raise ValueError(f"override {override!r} is not key=value")
         key, value = override.split("=", 1)
         if key.strip() in ("recipe", "train.recipe"):
             raise ValueError(f"--config {key.strip()} records the recipe of a run: choose it with --recipe")
-        config.override(key.strip(), value)
+        given[config.override(key.strip(), value)] = f"{key.strip()}={value.strip()}"
     if seed is not None:
         config.override("data.seed", seed)
     if encoding is not None:
         config.override("data.encoding", encoding)
     validate(config)
+    refuse_unread_settings(config, given)
     config.data.encoding = codecs.lookup(config.data.encoding).name
     return config
 

@@ -269,8 +269,9 @@ class ExperimentConfig:
         _require(train.eval_users >= 0, "eval_users", train.eval_users, "at least 0 (0: every user)")
         _require(train.recipe in RECIPES, "recipe", train.recipe, f"one of {', '.join(RECIPES)}")
 
-    def override(self, key: str, value: Any) -> None:
-        """Sets `section.field` (or a field name unique across sections) to `value`.
+    def override(self, key: str, value: Any) -> str:
+        """Sets `section.field` (or a field name unique across sections) to `value`; returns the
+        field's `section.field`.
 
         A string value is converted to the field's type. `max_len` is kept equal in data and model.
 
@@ -285,6 +286,7 @@ class ExperimentConfig:
         if field_name == "max_len":
             self.data.max_len = parsed
             self.model.max_len = parsed
+        return f"{section_name}.{field_name}"
 
 
 # Fields with a flag of their own in run_scripts/train.py; the others are set with --config.

@@ -100,7 +100,8 @@ def window_masker(windows: Windows, config: DataConfig, num_items: int) -> Calla
     users = tf.constant(windows.users)
 
     def mask(window, seed, mask_last):
-        kind = masking.instance_kind(seed, mask_last, config.matching, config.match_only_prob)
+        match_only = config.match_only_prob if config.matching else 0.0  # read where it has effect only
+        kind = masking.instance_kind(seed, mask_last, config.matching, match_only)
         return masking.mask_window(
             tf.gather(tokens, window), tf.gather(lengths, window), tf.gather(users, window), seed, kind,
             max_predictions=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,

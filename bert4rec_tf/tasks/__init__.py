@@ -22,6 +22,7 @@ from bert4rec_tf.tasks.registry import (
                                         preset_names,
                                         recipe_overrides,
                                         reference_model,
+                                        refuse_unread_settings,
                                         register_task,
                                         task_of_preset,
                                         validate,
@@ -39,4 +40,4 @@ register_task(NCFTask())
 register_task(FPMCTask())
 
 __all__ = ["REFERENCE_TASK", "TASKS", "Task", "get_task", "preset", "preset_names", "recipe_overrides",
-           "reference_model", "register_task", "task_of_preset", "validate"]
+           "reference_model", "refuse_unread_settings", "register_task", "task_of_preset", "validate"]

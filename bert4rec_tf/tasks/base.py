@@ -9,6 +9,8 @@ model or a kind of training data. A Task owns:
 - building its model from the model section (`build_model`);
 - its training stream (`training_stream`): a pure function of the first instance number, so that a
   resumed run continues it exactly; its seeds come from `bert4rec_tf.data.seeds.Stream`;
+- which of the settings that only some families read it reads (`settings`, `reads`): a command
+  line that changes one it does not read is refused rather than run as if it had effect;
 - which features of a training batch run along the sequence, and on which side they are padded
   (`sequence_features`, `padded_left`), for padding-aware batches;
 - the features of its validation loss (`loss_features`);
@@ -28,6 +30,23 @@ from bert4rec_tf.config import ExperimentConfig, ModelConfig
 
 # preset name -> scope ("*": every data set, or a data set's name) -> {config key: value}
 Presets = dict[str, dict[str, dict[str, Any]]]
+
+# The settings ("section.field") that only some families read; each Task names those it reads
+# (`Task.settings`, `Task.reads`). The others (sizes every family has, the data split, the
+# optimiser, the evaluation) concern every trained family.
+FAMILY_SETTINGS = tuple(f"model.{field}" for field in (
+    "hidden_size", "num_layers", "num_heads", "intermediate_size", "hidden_dropout", "attention_dropout",
+    "use_position_embedding", "use_ffn", "use_layer_norm", "use_residual", "padding_free", "code_network",
+    "match_negatives", "match_scale", "train_negatives", "negative_alpha", "l2", "next_targets", "conv_filters",
+    "vertical_filters", "learned_padding", "bpr_max_reg", "sampled_negatives")) + (
+    "data.masked_lm_prob", "data.max_predictions_per_seq", "data.dupe_factor", "data.mask_prob", "data.mask_runs",
+    "data.match_only_prob", "data.prop_sliding_window", "train.dynamic_masking")
+# What every Transformer family reads (BERT4Rec's and SASRec's encoders, `bert4rec_tf.models.base`).
+TRANSFORMER_SETTINGS = tuple(f"model.{field}" for field in (
+    "hidden_size", "num_layers", "num_heads", "intermediate_size", "hidden_dropout", "attention_dropout",
+    "use_position_embedding", "use_ffn", "use_layer_norm", "use_residual", "padding_free"))
+# What a softmax model reads under `--loss sampled_softmax` (`bert4rec_tf.models.base.catalogue_sampler`).
+SAMPLED_SOFTMAX_SETTINGS = ("model.sampled_negatives", "model.negative_alpha")
 
 
 class Task:
@@ -53,6 +72,8 @@ class Task:
     # only, for a family whose full scoring costs many training intervals; the test ranks every
     # item all the same).
     full_ranking_validation: bool = True
+    # Of `FAMILY_SETTINGS`, those the family reads whatever its loss (`reads` adds a loss's own).
+    settings: tuple[str, ...] = ()
     sequence_features: tuple[str, ...] = ()
     padded_left: bool = False
     attention_last_label: str | None = None
@@ -70,6 +91,12 @@ class Task:
             if getattr(config.data, field) != value:
                 raise ValueError(f"--config {field} must be {str(value).lower()} for {self.name}, "
                                  f"got {getattr(config.data, field)!r}")
+
+    def reads(self, config: ExperimentConfig) -> frozenset[str]:
+        """Of `FAMILY_SETTINGS`, those a run of this family with `config` reads: `settings`, and
+        under `--loss sampled_softmax` the sampled head's."""
+        extra = SAMPLED_SOFTMAX_SETTINGS if config.model.loss == "sampled_softmax" else ()
+        return frozenset(self.settings + extra)
 
     def build_model(self, config: ModelConfig):
         """The family's `SequentialRecommender` for the model section `config` (`vocab_size` set),

@@ -38,6 +38,7 @@ class InteractionTask(Task):
     """
 
     sequential = False
+    settings = ("model.hidden_size", "model.train_negatives", "model.l2")
 
     def model_class(self):
         """The family's model class."""

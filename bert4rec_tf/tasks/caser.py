@@ -38,6 +38,9 @@ class CaserTask(Task):
     }}
     cpu_recipes = {"caser": {dataset: dict(_CPU_START) for dataset in PRESETS}}
     losses = ("bce",)
+    settings = tuple(f"model.{field}" for field in ("hidden_size", "hidden_dropout", "train_negatives", "l2",
+                                                     "next_targets", "conv_filters", "vertical_filters",
+                                                     "learned_padding"))
 
     def build_model(self, config: ModelConfig):
         from bert4rec_tf.models.caser import Caser

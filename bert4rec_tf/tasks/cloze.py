@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from bert4rec_tf.config import PRESETS, ExperimentConfig, ModelConfig
-from bert4rec_tf.tasks.base import Task, history_features
+from bert4rec_tf.tasks.base import TRANSFORMER_SETTINGS, Task, history_features
 
 
 class ClozeTask(Task):
@@ -22,6 +22,9 @@ class ClozeTask(Task):
     # BERT4Rec (1 mask) is its one masked slot per instance: the recipes' 20 slots on ML-1m must not
     # replace it (before 2026-11-25 they did, and the model trained as BERT4Rec there).
     cpu_recipes = {"bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS}}
+    settings = TRANSFORMER_SETTINGS + ("data.masked_lm_prob", "data.max_predictions_per_seq", "data.dupe_factor",
+                                       "data.mask_prob", "data.mask_runs", "data.prop_sliding_window",
+                                       "train.dynamic_masking")
     sequence_features = ("input_ids", "input_mask")
     attention_last_label = "[mask]"
 

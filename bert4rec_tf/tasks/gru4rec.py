@@ -53,6 +53,7 @@ class GRU4RecTask(NextItemTask):
     }}
     cpu_recipes = {"gru4rec": _CPU_GRU4REC}
     losses = ("top1", "bpr", "ce")
+    settings = ("model.hidden_size", "model.num_layers", "model.hidden_dropout", "data.prop_sliding_window")
     sequence_features = ("input_ids", "positive_ids")
     attention_last_label = None
 
@@ -100,6 +101,11 @@ class GRU4RecPlusTask(GRU4RecTask):
     }}
     cpu_recipes = {"gru4rec_plus": _CPU_GRU4REC_PLUS}
     losses = ("bpr_max", "top1_max")
+    settings = GRU4RecTask.settings + ("model.train_negatives", "model.negative_alpha")
+
+    def reads(self, config: ExperimentConfig) -> frozenset[str]:
+        """Also BPR-max's lambda, under that loss."""
+        return super().reads(config) | ({"model.bpr_max_reg"} if config.model.loss == "bpr_max" else set())
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]) -> Callable:
         """GRU4Rec's stream, each batch with `shared_negatives` int32 [batch, train_negatives]: the

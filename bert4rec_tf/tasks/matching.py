@@ -27,6 +27,7 @@ class MatchingTask(ClozeTask):
     # network: 0.358, POP 0.124).
     cpu_recipes = {"bert4rec_match": {name: {"learning_rate": 5e-3} for name in SHORT_SEQUENCE_DATASETS}}
     data_requirements = {"matching": True}
+    settings = ClozeTask.settings + ("model.match_negatives", "model.match_scale", "data.match_only_prob")
 
     def model_class(self):
         from bert4rec_tf.models.bert4rec_match import BERT4RecMatch

@@ -33,6 +33,7 @@ class NCFTask(InteractionTask):
                            "beauty": {**INTERACTION_CPU_RECIPES["beauty"], "hidden_size": 16, "num_layers": 1,
                                       "l2": 0.01}}}
     losses = ("bce",)
+    settings = InteractionTask.settings + ("model.num_layers",)
     # Ranking every item at each validation would cost more than the training between them (above);
     # validation scores the pop-100 candidates only (`NCF.score_items`), the test ranks every item.
     full_ranking_validation = False

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from bert4rec_tf.config import ExperimentConfig, ModelConfig
-from bert4rec_tf.tasks.base import Task, history_features
+from bert4rec_tf.tasks.base import TRANSFORMER_SETTINGS, Task, history_features
 
 
 class NextItemTask(Task):
@@ -28,6 +28,7 @@ class NextItemTask(Task):
         "ml-1m": {"max_len": 200, "hidden_dropout": 0.2, "attention_dropout": 0.2},
     }}
     losses = ("bce", "ce", "sampled_softmax")
+    settings = TRANSFORMER_SETTINGS + ("model.code_network", "data.prop_sliding_window")
     sequence_features = ("input_ids", "positive_ids", "negative_ids")
     padded_left = True
     attention_last_label = "newest item"

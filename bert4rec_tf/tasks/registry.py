@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from bert4rec_tf.config import RECIPES, ExperimentConfig, ModelConfig, dataset_preset
-from bert4rec_tf.tasks.base import Task
+from bert4rec_tf.tasks.base import FAMILY_SETTINGS, Task
 
 TASKS: dict[str, Task] = {}
 # The reference every trained run is compared with (its validation must beat this model's).
@@ -102,6 +102,35 @@ def validate(config: ExperimentConfig) -> None:
     """
     config.validate()
     get_task(config.model.name).validate(config)
+
+
+def refuse_unread_settings(config: ExperimentConfig, given: dict[str, str]) -> None:
+    """Refuses a setting given on the command line that the run's family does not read: it would be
+    recorded in the run's configuration as if it had shaped the model (`--config l2=0.01` on BERT4Rec).
+
+    Args:
+        config: the run's configuration, every override applied.
+        given: `section.field` -> the override as the command line gave it (`key=value`).
+
+    Raises:
+        ValueError: one line naming the key, the family and the families that do read it.
+    """
+    task = get_task(config.model.name)
+    for field, key in given.items():
+        if field in FAMILY_SETTINGS and field not in task.reads(config):
+            readers = []
+            for other in TASKS.values():
+                losses = [loss for loss in other.losses if field in other.reads(_with_loss(config, loss))]
+                if losses:
+                    readers.append(other.name if len(losses) == len(other.losses)
+                                   else f"{other.name} with --loss {' or '.join(losses)}")
+            raise ValueError(f"the setting {key} has no effect on {task.name} with --loss {config.model.loss}: "
+                             f"{field} is read only by {', '.join(readers) or 'no family'}")
+
+
+def _with_loss(config: ExperimentConfig, loss: str) -> ExperimentConfig:
+    """`config` with `model.loss` `loss`."""
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, loss=loss))
 
 
 def reference_model(config: ModelConfig):

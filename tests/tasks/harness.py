@@ -37,7 +37,9 @@ from bert4rec_tf import cli
 from bert4rec_tf.data.prepare import prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.export.recommender import Recommender
+from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.tasks import TASKS, task_of_preset
+from bert4rec_tf.tasks.base import FAMILY_SETTINGS
 from bert4rec_tf.training import callbacks
 from bert4rec_tf.training.build import training_stream
 from bert4rec_tf.training.trainer import train_and_evaluate
@@ -47,12 +49,23 @@ STEPS = 300
 EVAL_EVERY = 150  # the resume test's checkpoint; the learning run validates once, at the end
 MARGIN = 0.1  # full-ranking Recall@10 above POP's (0.36 here)
 UNORDERED_MARGIN = 0.03
-# Tiny dimensions, one block and a fast rate; the rest of each preset is kept. Full-width batches
+# Tiny dimensions, one block and a fast rate; the rest of each preset is kept; of the settings only
+# some families read, each case gets those its family reads (`tiny`). Full-width batches
 # (length_groups=0) have one shape, so the training step is traced once rather than twice.
 TINY = ["max_len=20", "model.num_layers=1", "model.hidden_size=16", "model.num_heads=2",
         "model.intermediate_size=32", "model.hidden_dropout=0.1", "model.attention_dropout=0.1",
         "batch_size=32", "learning_rate=1e-2", "warmup_steps=20", f"train_steps={STEPS}", "length_groups=0",
         "dynamic_masking=true", "static_instances=false", "dupe_factor=2", "num_negatives=20"]
+
+
+def tiny(preset: str, overrides: list[str]) -> list[str]:
+    """`TINY` without the family settings the preset's family does not read under `overrides`
+    (the command line refuses those), then `overrides`."""
+    reads = task_of_preset(preset).reads(cli.experiment_config("beauty", overrides, model=preset))
+    fields = {item: ExperimentConfig().override(*item.split("=", 1)) for item in TINY}
+    return [item for item, field in fields.items() if field not in FAMILY_SETTINGS or field in reads] + overrides
+
+
 # (name, preset, overrides): each registered Task by its first preset, once per loss.
 CASES = [(f"{preset}-{loss}" if len(task.losses) > 1 else preset, preset, [f"loss={loss}"])
          for task in TASKS.values() for preset in list(task.presets)[:1] for loss in task.losses]
@@ -72,7 +85,7 @@ def train_case(preset: str, overrides: list[str], source: tuple[str, str], model
                stop_after_first_checkpoint: bool = False, monkeypatch=None) -> dict:
     """Trains the preset on the planted data through `train_and_evaluate`; its test metrics."""
     source_file, data_dir = source
-    config = cli.experiment_config("beauty", TINY + overrides, model=preset)
+    config = cli.experiment_config("beauty", tiny(preset, overrides), model=preset)
     if stop_after_first_checkpoint:
         checkpoint = callbacks.CheckpointAndValidate.on_epoch_end
 
@@ -97,7 +110,7 @@ def weights(model_dir: str) -> list[np.ndarray]:
 def stream_batches(preset: str, overrides: list[str], source: tuple[str, str], start: int, count: int) -> list:
     """`count` batches of the Task's training stream (as the trainer builds it) from instance `start`."""
     source_file, data_dir = source
-    config = cli.experiment_config("beauty", TINY + overrides, model=preset)
+    config = cli.experiment_config("beauty", tiny(preset, overrides), model=preset)
     prepared = prepare(config.data, data_dir, source_file, progress=False)
     stream = training_stream(task_of_preset(preset), config, prepared,
                              training_sequences(prepared.sequences(), config.data.split))
@@ -126,7 +139,7 @@ def run_task_test(case: tuple[str, str, list[str]], source: tuple[str, str], pop
     if task.trains:
         margin = MARGIN if task.sequential else UNORDERED_MARGIN
         assert recall >= pop_recall + margin, f"{name}: full Recall@10 {recall:.3f}, POP {pop_recall:.3f}"
-        batch = int(cli.experiment_config("beauty", TINY + overrides, model=preset).train.batch_size)
+        batch = int(cli.experiment_config("beauty", tiny(preset, overrides), model=preset).train.batch_size)
         # Built anew from the same seed and started at its third batch, the stream gives that batch's bytes.
         first, resumed = stream_batches(preset, overrides, source, 0, 3), stream_batches(preset, overrides, source,
                                                                                           2 * batch, 1)
