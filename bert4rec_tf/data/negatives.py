@@ -1,5 +1,6 @@
 """Negative items for training, inside tf.data: uniform over the items a user never had
-(`NegativeSampler`), or drawn by popularity for a whole batch (`popularity_sampler`).
+(`NegativeSampler`), by popularity among them (`PopularNegativeSampler`), or drawn by popularity for a
+whole batch (`popularity_sampler`).
 
 Sampling is exact, without rejection: the user's items are kept sorted, and the r-th item outside
 them is found by a binary search, so a draw never returns one of the user's items and costs
@@ -83,3 +84,47 @@ def popularity_sampler(train: list[np.ndarray], num_items: int, alpha: float) ->
         return tf.minimum(index, num_items - 1) + 1
 
     return draw
+
+
+class PopularNegativeSampler:
+    """Draws items a user never had, each with probability proportional to its training popularity
+    ** `alpha` among them, by rejection: `tries` x count draws by popularity (`popularity_sampler`),
+    the first `count` the user never had kept, in order. Should fewer than `count` survive (a user
+    who had most of the popular items), the rest are uniform over the user's non-items
+    (`NegativeSampler`), so a draw never returns one of the user's items. Stateless, as
+    `NegativeSampler`, with the same `sample` signature.
+
+    Args:
+        train_sequences: per user (user id u is index u - 1), the items the user had.
+        num_items: real items are 1..num_items.
+        alpha: the popularity exponent (> 0; at 0 `NegativeSampler` draws uniformly without rejection).
+        tries: draws per wanted negative.
+
+    Raises:
+        DataError: when a user had every item, so no negative exists.
+    """
+
+    def __init__(self, train_sequences: list[np.ndarray], num_items: int, alpha: float, tries: int = 4):
+        self._uniform = NegativeSampler(train_sequences, num_items)
+        self._draw = popularity_sampler(train_sequences, num_items, alpha)
+        self._tries = tries
+        # Each user's sorted items and a sentinel above every item, so that no row is empty.
+        rows = [np.append(np.unique(np.asarray(items, dtype=np.int64)), num_items + 1) for items in train_sequences]
+        self._offsets = tf.constant(np.concatenate([[0], np.cumsum([len(row) for row in rows])]), tf.int64)
+        self._items = tf.constant(np.concatenate(rows or [np.zeros(0, np.int64)]), tf.int64)
+
+    def sample(self, user: tf.Tensor, count: int, seed: tf.Tensor) -> tf.Tensor:
+        """int64 [count] items user `user` (1-based, scalar) never had, by popularity ** alpha.
+
+        Args:
+            user: scalar int user id, 1-based.
+            count: draws (independent, so repeats are possible).
+            seed: [2] stateless seed.
+        """
+        user = tf.cast(user, tf.int64)
+        items = self._items[self._offsets[user - 1]:self._offsets[user]]  # sorted, the sentinel last
+        draws = tf.cast(self._draw(count * self._tries, seed), tf.int64)  # [count * tries]
+        position = tf.searchsorted(items, draws, side="left", out_type=tf.int64)
+        kept = tf.boolean_mask(draws, tf.gather(items, position) != draws)[:count]
+        rest = self._uniform.sample(user, count, tf.random.experimental.stateless_fold_in(seed, 1))
+        return tf.ensure_shape(tf.concat([kept, rest[:count - tf.size(kept, out_type=tf.int32)]], 0), [count])

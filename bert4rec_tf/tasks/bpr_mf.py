@@ -38,7 +38,7 @@ class InteractionTask(Task):
     """
 
     sequential = False
-    settings = ("model.hidden_size", "model.train_negatives", "model.l2")
+    settings = ("model.hidden_size", "model.train_negatives", "model.negative_alpha", "model.l2")
 
     def model_class(self):
         """The family's model class."""
@@ -51,10 +51,12 @@ class InteractionTask(Task):
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]):
         from bert4rec_tf.data.interactions import interaction_training_dataset, training_interactions
-        from bert4rec_tf.data.negatives import NegativeSampler
+        from bert4rec_tf.data.negatives import NegativeSampler, PopularNegativeSampler
 
         interactions = training_interactions(train)
-        sampler = NegativeSampler(train, prepared.num_items)
+        alpha = config.model.negative_alpha
+        sampler = (PopularNegativeSampler(train, prepared.num_items, alpha) if alpha
+                   else NegativeSampler(train, prepared.num_items))
         return lambda start: interaction_training_dataset(interactions, config.data.seed, sampler,
                                                           config.model.train_negatives,
                                                           batch_size=config.train.batch_size, start=start)

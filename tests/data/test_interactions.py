@@ -96,3 +96,48 @@ def test_no_interaction_is_an_error():
     empty = [np.array([], dtype=np.int32)]
     with pytest.raises(DataError, match="no interaction"):
         interaction_training_dataset(training_interactions(empty), SEED, NegativeSampler(empty, NUM_ITEMS), 1)
+
+
+def many(sampler, user: int, rows: int = 2000) -> np.ndarray:
+    """`rows` samples of 5 negatives for `user`, seeds (row, user), concatenated."""
+    seeds = tf.data.Dataset.range(rows).map(lambda row: tf.stack([row, tf.constant(user, tf.int64)]))
+    return np.concatenate(list(seeds.map(lambda seed: sampler.sample(tf.constant(user), 5, seed)).as_numpy_iterator()))
+
+
+def test_popular_negatives_follow_popularity_among_the_items_the_user_never_had():
+    from bert4rec_tf.data.negatives import PopularNegativeSampler
+
+    # Training counts: item 1 x2, 2 x2, 3 x4, 4 x5, 5 x10, 6 none. User 1 had item 5, user 2 items
+    # 1-4, user 3 every item but 6.
+    train = [np.array([5]), np.array([1, 2, 3, 4]), np.array([2, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 3, 3, 3, 1])]
+    sampler = PopularNegativeSampler(train, 6, alpha=1.0)
+    draws = {user: many(sampler, user) for user in (1, 2, 3)}
+    share = np.bincount(draws[1], minlength=7)[1:] / len(draws[1])
+    # Among items 1-4 in proportion 2 : 2 : 4 : 5 (13); with 20 draws for 5 negatives at P(item 5) 10/23,
+    # a uniform fill (item 6 among them) is needed about once in 1,000 rows.
+    np.testing.assert_allclose(share[:4], np.array([2, 2, 4, 5]) / 13, atol=0.015)
+    assert share[4] == 0 and share[5] < 0.002
+    # User 2 never had 5 and 6, and 6 never occurs in training: the popularity draws give 5, the
+    # uniform fill the rare 6; user 3's only non-item is 6, which only the uniform fill gives.
+    assert set(draws[2]) <= {5, 6} and np.mean(draws[2] == 5) > 0.95
+    assert set(draws[3]) == {6}
+    # Stateless: the same seed gives the same draws; alpha 0.5 flattens the shares.
+    seed = tf.constant([3, 1], tf.int64)
+    np.testing.assert_array_equal(sampler.sample(tf.constant(1), 5, seed), sampler.sample(tf.constant(1), 5, seed))
+    flat = PopularNegativeSampler(train, 6, alpha=0.5)
+    halves = many(flat, 1)
+    np.testing.assert_allclose(np.bincount(halves, minlength=7)[1:5] / len(halves),
+                               np.sqrt([2, 2, 4, 5]) / np.sqrt([2, 2, 4, 5]).sum(), atol=0.015)
+
+
+def test_the_stream_draws_popular_negatives_at_a_positive_alpha():
+    from bert4rec_tf.data.negatives import PopularNegativeSampler
+
+    sampler = PopularNegativeSampler(TRAIN, NUM_ITEMS, alpha=1.0)
+    dataset = interaction_training_dataset(training_interactions(TRAIN), SEED, sampler, 4)
+    for instance in take(dataset, 4 * COUNT):
+        user = int(instance["user_ids"])
+        assert not set(instance["negative_ids"]) & set(TRAIN[user - 1].tolist())
+        # Items 4, 10, 11 and 12 never occur in training: only a uniform fill could give them, and
+        # with 16 draws for 4 negatives none is needed here.
+        assert set(instance["negative_ids"]) <= {1, 2, 3, 5, 6, 7, 8, 9}
