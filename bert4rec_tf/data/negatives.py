@@ -2,7 +2,7 @@
 (`NegativeSampler`), by popularity among them (`PopularNegativeSampler`), or drawn by popularity for a
 whole batch (`popularity_sampler`).
 
-Sampling is exact, without rejection: the user's items are kept sorted, and the r-th item outside
+Uniform sampling is exact, without rejection: the user's items are kept sorted, and the r-th item outside
 them is found by a binary search, so a draw never returns one of the user's items and costs
 O(log(items of the user)). Draws are stateless: the same seed gives the same negatives.
 """
