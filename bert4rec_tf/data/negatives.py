@@ -128,3 +128,11 @@ class PopularNegativeSampler:
         kept = tf.boolean_mask(draws, tf.gather(items, position) != draws)[:count]
         rest = self._uniform.sample(user, count, tf.random.experimental.stateless_fold_in(seed, 1))
         return tf.ensure_shape(tf.concat([kept, rest[:count - tf.size(kept, out_type=tf.int32)]], 0), [count])
+
+
+def negative_sampler(train_sequences: list[np.ndarray], num_items: int,
+                     alpha: float = 0.0) -> NegativeSampler | PopularNegativeSampler:
+    """The sampler of the items each user never had: uniform at `alpha` 0, else by popularity ** `alpha`."""
+    if alpha:
+        return PopularNegativeSampler(train_sequences, num_items, alpha)
+    return NegativeSampler(train_sequences, num_items)

@@ -51,12 +51,10 @@ class InteractionTask(Task):
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]):
         from bert4rec_tf.data.interactions import interaction_training_dataset, training_interactions
-        from bert4rec_tf.data.negatives import NegativeSampler, PopularNegativeSampler
+        from bert4rec_tf.data.negatives import negative_sampler
 
         interactions = training_interactions(train)
-        alpha = config.model.negative_alpha
-        sampler = (PopularNegativeSampler(train, prepared.num_items, alpha) if alpha
-                   else NegativeSampler(train, prepared.num_items))
+        sampler = negative_sampler(train, prepared.num_items, config.model.negative_alpha)
         return lambda start: interaction_training_dataset(interactions, config.data.seed, sampler,
                                                           config.model.train_negatives,
                                                           batch_size=config.train.batch_size, start=start)

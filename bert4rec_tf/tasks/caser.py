@@ -38,9 +38,9 @@ class CaserTask(Task):
     }}
     cpu_recipes = {"caser": {dataset: dict(_CPU_START) for dataset in PRESETS}}
     losses = ("bce",)
-    settings = tuple(f"model.{field}" for field in ("hidden_size", "hidden_dropout", "train_negatives", "l2",
-                                                     "next_targets", "conv_filters", "vertical_filters",
-                                                     "learned_padding"))
+    settings = tuple(f"model.{field}" for field in ("hidden_size", "hidden_dropout", "train_negatives",
+                                                     "negative_alpha", "l2", "next_targets", "conv_filters",
+                                                     "vertical_filters", "learned_padding"))
 
     def build_model(self, config: ModelConfig):
         from bert4rec_tf.models.caser import Caser
@@ -50,12 +50,12 @@ class CaserTask(Task):
         return model
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]):
-        from bert4rec_tf.data.negatives import NegativeSampler
+        from bert4rec_tf.data.negatives import negative_sampler
         from bert4rec_tf.data.windows import sequence_window_dataset, sequence_windows
 
         model = config.model
         windows = sequence_windows(train, config.data.max_len, model.next_targets)
-        sampler = NegativeSampler(train, prepared.num_items)
+        sampler = negative_sampler(train, prepared.num_items, model.negative_alpha)
         return lambda start: sequence_window_dataset(windows, config.data.seed, sampler, model.train_negatives,
                                                      batch_size=config.train.batch_size, start=start)
 

@@ -141,3 +141,11 @@ def test_the_stream_draws_popular_negatives_at_a_positive_alpha():
         # Items 4, 10, 11 and 12 never occur in training: only a uniform fill could give them, and
         # with 16 draws for 4 negatives none is needed here.
         assert set(instance["negative_ids"]) <= {1, 2, 3, 5, 6, 7, 8, 9}
+
+
+def test_negative_sampler_is_uniform_at_alpha_0_and_by_popularity_above():
+    from bert4rec_tf.data.negatives import PopularNegativeSampler, negative_sampler
+
+    assert type(negative_sampler(TRAIN, NUM_ITEMS)) is NegativeSampler
+    assert type(negative_sampler(TRAIN, NUM_ITEMS, 0.0)) is NegativeSampler
+    assert type(negative_sampler(TRAIN, NUM_ITEMS, 0.75)) is PopularNegativeSampler

@@ -25,7 +25,7 @@ from tests.tasks.harness import CASES, tiny
 @pytest.mark.parametrize("model, setting, loss", [
     ("bert4rec", "l2=0.01", None),  # regularises only the matrix-factorisation families and Caser
     ("bpr_mf", "model.hidden_dropout=0.1", None),  # BPR-MF has no layer to drop out
-    ("caser", "negative_alpha=1.0", None),  # Caser's negatives are uniform
+    ("fpmc", "hidden_dropout=0.1", None),
     ("pop", "hidden_size=32", None),
     ("caser", "prop_sliding_window=0.5", None),  # Caser's windows slide by one item
     ("sasrec", "sampled_negatives=100", "bce"),
