@@ -241,8 +241,7 @@ class ExperimentConfig:
         _require(model.match_negatives >= 1, "match_negatives", model.match_negatives, "at least 1")
         _require(model.hidden_size >= 1, "hidden_size", model.hidden_size, "at least 1")
         _require(model.num_layers >= 1, "num_layers", model.num_layers, "at least 1")
-        _require(model.num_heads >= 1 and model.hidden_size % model.num_heads == 0, "num_heads", model.num_heads,
-                 f"at least 1 and a divisor of hidden_size {model.hidden_size}")
+        _require(model.num_heads >= 1, "num_heads", model.num_heads, "at least 1")  # a divisor of d: `Task.validate`
         _require(model.intermediate_size >= 1, "intermediate_size", model.intermediate_size, "at least 1")
         for name in ("train_negatives", "next_targets", "conv_filters", "sampled_negatives"):
             _require(getattr(model, name) >= 1, name, getattr(model, name), "at least 1")

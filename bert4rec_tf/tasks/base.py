@@ -84,6 +84,10 @@ class Task:
         Raises:
             ValueError: one line naming the flag (or `--config section.key`) and the value.
         """
+        model = config.model
+        if "model.num_heads" in self.reads(config) and model.hidden_size % model.num_heads:
+            raise ValueError(f"--config num_heads must be at least 1 and a divisor of hidden_size {model.hidden_size}, "
+                             f"got {model.num_heads}")
         if config.model.loss not in self.losses:
             raise ValueError(f"--loss must be {' or '.join(repr(loss) for loss in self.losses)} for {self.name}, "
                              f"got {config.model.loss!r}")
