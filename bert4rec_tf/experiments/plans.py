@@ -207,12 +207,16 @@ _RUN_FLAGS = ("--dataset", "--model", "--recipe", "--seed", "--eval_every", "--p
               "--logical_cpus")
 
 
-def resolved_settings(settings: list[str]) -> dict | None:
+def resolved_settings(settings: list[str], strict: bool = False) -> dict | None:
     """What a run's train.py `settings` (`run_settings`) amount to: the configuration train.py builds
     from them (the preset, the recipe, then the overrides) and the flags outside it. Runs whose
     settings resolve alike train alike however their flags are written: in the sweeps, N 100 on ML-1m
     with its 20 slots and d 64 with its FFN of 256 are both the recipe's own BERT4Rec. None when the
-    settings hold a flag this does not know or cannot be resolved (then only equal flags match)."""
+    settings hold a flag this does not know or cannot be resolved (then only equal flags match).
+
+    With `strict`, settings train.py would refuse (`cli.experiment_config`'s one-line ValueError: an
+    unknown key, a value out of range, a setting the model does not read) raise that error instead.
+    """
     from bert4rec_tf import cli
 
     if len(settings) % 2:
@@ -238,7 +242,11 @@ def resolved_settings(settings: list[str]) -> dict | None:
     try:
         config = cli.experiment_config(flags["--dataset"], overrides, int(seed) if seed is not None else None,
                                        flags.get("--model", "bert4rec"), flags.get("--recipe"))
-    except (ValueError, KeyError, TypeError):
+    except ValueError:
+        if strict:
+            raise
+        return None
+    except (KeyError, TypeError):
         return None
     flags.pop("--seed", None)
     flags.pop("--recipe", None)  # both are in the configuration (data.seed, train.recipe)

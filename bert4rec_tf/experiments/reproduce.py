@@ -32,7 +32,8 @@ import time
 from bert4rec_tf import cli
 from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
-from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, run_settings
+from bert4rec_tf.experiments.plans import (EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, resolved_settings,
+                                          run_settings)
 from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
                                              settings_changes, stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
@@ -298,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
         for run in reported:  # every run the report reads: a plan whose settings cannot be resolved fails here
             _settings(run, args, sources)
+        for run in runs:  # a run train.py would refuse (an --extra setting its model does not read) fails here
+            try:
+                resolved_settings(_settings(run, args, sources), strict=True)
+            except ValueError as error:
+                raise ValueError(f"run {run.name}: {error}") from None
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

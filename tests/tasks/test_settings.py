@@ -106,3 +106,19 @@ def test_every_declared_setting_is_a_family_setting():
         for loss in task.losses:
             config = cli.experiment_config("ml-1m", [f"loss={loss}"], model=next(iter(task.presets)))
             assert task.reads(config) <= set(FAMILY_SETTINGS), task.name
+
+
+def test_the_heads_must_divide_d_only_where_the_family_has_heads():
+    # Steam's preset has 8 heads; Caser's d 50 does not divide by them, and Caser has no heads.
+    assert cli.experiment_config("steam", [], model="caser").model.hidden_size == 50
+    with pytest.raises(ValueError, match="^--config num_heads must be at least 1 and a divisor of hidden_size 50, got 8$"):
+        cli.experiment_config("steam", ["hidden_size=50"], model="bert4rec")
+
+
+def test_reproduce_refuses_a_plan_with_a_setting_one_of_its_models_does_not_read(tmp_path, capsys):
+    from bert4rec_tf.experiments import reproduce
+
+    extra = ["--extra", "--config negative_alpha=1", "--dry_run", "--out", str(tmp_path)]
+    assert reproduce.main(["table2", "--datasets", "beauty", "--only", "bpr-mf,pop", *extra]) == 1
+    assert capsys.readouterr().err.startswith("error: run beauty-pop: the setting negative_alpha=1 has no effect on pop")
+    assert reproduce.main(["table2", "--datasets", "beauty", "--only", "bpr-mf,caser", *extra]) == 0
