@@ -42,7 +42,7 @@ from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.id_files import read_ids, write_ids
 from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
-from bert4rec_tf.data.readers import require_file
+from bert4rec_tf.data.readers import reading_rules, require_file
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.files import atomic_path, remove_abandoned, write_json_atomic
@@ -102,11 +102,15 @@ def source_identity(source_file: str | None, encoding: str = "utf-8") -> str:
     return identity if encoding == "utf-8" else f"{identity}-{encoding}"
 
 
-def output_directory(config: DataConfig, data_dir: str, identity: str) -> str:
-    """Where the data prepared with `config` from source `identity` lives (the identity holds the
-    encoding)."""
+def output_directory(config: DataConfig, data_dir: str, identity: str, rules: int = 1) -> str:
+    """Where the data prepared with `config` from source `identity` (which holds the encoding), read
+    under reading rules `rules` (`readers.reading_rules`), lives. Rules 1 is left out of the key, so
+    data whose reading has not changed keeps the key it had before rules had versions."""
     settings = {name: value for name, value in dataclasses.asdict(config).items() if name != "encoding"}
-    key = json.dumps({"config": settings, "source": identity, "format": FORMAT_VERSION}, sort_keys=True)
+    key = {"config": settings, "source": identity, "format": FORMAT_VERSION}
+    if rules != 1:
+        key["reading_rules"] = rules
+    key = json.dumps(key, sort_keys=True)
     return os.path.join(data_dir, config.dataset, hashlib.sha256(key.encode()).hexdigest()[:12])
 
 
@@ -194,7 +198,9 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
     from bert4rec_tf.data.tfds_builders import load_user_sequences  # heavy import, only when building
 
     identity = source_identity(source_file, config.encoding)
-    directory = output_directory(config, data_dir, identity)
+    # The official downloads are in formats whose reading rules are at version 1.
+    rules = reading_rules(source_file, get_spec(config.dataset).source_format, config.encoding) if source_file else 1
+    directory = output_directory(config, data_dir, identity, rules)
     remove_abandoned(os.path.dirname(directory))
     try:
         prepared = load_prepared(directory)

@@ -12,8 +12,9 @@ Each reader returns an `Interactions` table in file order; sorting, filtering an
   and ``unixReviewTime`` (McAuley's 5-core review files).
 - ``steam-reviews``: one Python dict literal a line with ``username``, ``product_id``, ``date``.
 - ``custom``: CSV or TSV with a header naming ``user``, ``item``, ``timestamp`` (and optionally
-  ``rating``), ids arbitrary strings; fields may be quoted as in CSV (commas, quotes or line breaks
-  inside an id).
+  ``rating``), ids arbitrary strings; fields may be quoted as in CSV (commas, quotes, tabs or line
+  breaks inside an id, kept as they are: ``"x\ry"``, ``"x\ny"`` and ``"x\r\ny"`` are three ids).
+  An id is stripped of surrounding ASCII spaces only.
 
 Plain, ``.gz`` and ``.zip`` files are read alike (a zip is read through its ratings member), as UTF-8
 with or without a byte-order mark unless another encoding is named. Bytes the encoding cannot decode
@@ -21,6 +22,9 @@ are an error naming the file, the line and the byte offset, never replaced: two 
 in such bytes would become one. ``user item`` and ``user item1 item2 ...`` lines are split at ASCII
 spaces and tabs only, so an id may hold any other character. An empty user or item id (or one of
 spaces only) is an error.
+
+Lines are read without translating their ends (a file's line ends may be LF, CRLF or CR), so a line
+break inside a quoted CSV field reaches the id as it is in the file.
 
 Timestamps are kept exact: a whole number as an int, anything else (``1.25``, ``1e-3``) as a
 `decimal.Decimal`, never rounded, so interactions are ordered by their exact value. A timestamp that
@@ -59,6 +63,10 @@ _ZIP_MEMBERS = ("ratings.dat", "ratings.csv")
 _ASCII_SPACE = " \t\r\n\x0b\x0c"
 _ASCII_SPACE_RUN = re.compile(f"[{re.escape(_ASCII_SPACE)}]+")
 _TIMESTAMP_LIMIT = 2 ** 63
+# The version of each format's reading rules, raised when a file of that format reads differently:
+# part of the prepared data's key, so a file read under earlier rules is read again. custom 2: line
+# breaks inside quoted fields are kept untranslated, and ids are stripped of ASCII spaces only.
+READING_RULES = {"custom": 2}
 
 Timestamp = int | decimal.Decimal | None
 Record = tuple[int, str, str, Timestamp]  # line number, user, item, timestamp
@@ -128,7 +136,8 @@ def _codec(encoding: str) -> str:
 def text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str]:
     """The lines of a plain, gzip or zip file (a zip through its ``ratings.*`` member), as text.
 
-    A UTF-8 byte-order mark at the start is dropped.
+    A UTF-8 byte-order mark at the start is dropped. Line ends (LF, CRLF or CR) are kept as they are,
+    not translated, as `csv` needs to read a line break inside a quoted field.
 
     Args:
         path: the file.
@@ -141,7 +150,7 @@ def text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str
     """
     path = os.fspath(path)
     number = 0
-    with io.TextIOWrapper(_open_binary(path), encoding=_codec(encoding)) as handle:
+    with io.TextIOWrapper(_open_binary(path), encoding=_codec(encoding), newline="") as handle:
         try:
             for number, line in enumerate(handle, start=1):
                 yield line
@@ -205,6 +214,12 @@ def detect_format(path: str | os.PathLike, encoding: str = "utf-8") -> str:
     if len(fields) > 2:
         return "sequences"
     raise DataError(f"cannot tell the format of the first line {first[:80]!r}", path, 1)
+
+
+def reading_rules(path: str | os.PathLike, fmt: str | None = None, encoding: str = "utf-8") -> int:
+    """The version of the reading rules (`READING_RULES`, 1 when unlisted) that `path` is read under in
+    format `fmt` (detected when None)."""
+    return READING_RULES.get(fmt or detect_format(path, encoding), 1)
 
 
 def read_interactions(path: str | os.PathLike, fmt: str | None = None, encoding: str = "utf-8") -> Interactions:
@@ -380,8 +395,8 @@ def _parse_custom(lines: Iterator[str], path: str) -> Iterator[Record]:
                 continue
             if len(fields) != len(header):
                 raise DataError(f"expected {len(header)} fields as in the header, got {len(fields)}", path, number)
-            user, item, stamp = (fields[c].strip() for c in columns)
-            yield number, user, item, _timestamp(stamp, path, number)
+            yield number, fields[columns[0]].strip(" "), fields[columns[1]].strip(" "), _timestamp(
+                fields[columns[2]], path, number)
     except csv.Error as error:
         raise DataError(f"malformed CSV ({error})", path, leading + rows.line_num) from None
 

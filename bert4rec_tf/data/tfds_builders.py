@@ -35,7 +35,7 @@ from google.protobuf import json_format
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.preprocess import UserSequences, preprocess
-from bert4rec_tf.data.readers import Interactions, read_interactions, require_file
+from bert4rec_tf.data.readers import Interactions, read_interactions, reading_rules, require_file
 from bert4rec_tf.data.registry import DATASETS, DatasetSpec, get_spec
 
 logger = logging.getLogger("bert4rec_tf")
@@ -62,7 +62,7 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
         self._encoding = encoding
         self._check = check
         if kwargs.get("config") is None and (self._source_file is not None or encoding != "utf-8"):
-            kwargs["config"] = source_config(self._source_file, encoding)
+            kwargs["config"] = source_config(self._source_file, encoding, get_spec(self.DATASET).source_format)
         super().__init__(**kwargs)
 
     @property
@@ -137,9 +137,12 @@ BUILDERS: dict[str, type[_UserSequenceBuilder]] = {name: _builder_class(spec) fo
 _DAMAGED_BUILD_ERRORS = (tf.errors.OpError, json_format.ParseError, KeyError, ValueError, OSError)
 
 
-def source_config(source_file: str | None, encoding: str = "utf-8") -> tfds.core.BuilderConfig:
-    """The builder configuration of a source read in `encoding`: named after the local file's SHA-256
-    ("official" for the download), then the encoding unless it is UTF-8.
+def source_config(source_file: str | None, encoding: str = "utf-8", fmt: str | None = None
+                  ) -> tfds.core.BuilderConfig:
+    """The builder configuration of a source read in `encoding` and format `fmt` (detected when None):
+    named after the local file's SHA-256 ("official" for the download), then the encoding unless it
+    is UTF-8, then the version of the format's reading rules unless it is 1 (`readers.READING_RULES`),
+    so a file read under other rules is built again.
 
     Raises:
         DataError: when the file is missing or a folder.
@@ -152,6 +155,9 @@ def source_config(source_file: str | None, encoding: str = "utf-8") -> tfds.core
         name, description = f"file-{digest[:16]}", f"built from {source_file} (sha256 {digest})"
     if encoding != "utf-8":
         name, description = f"{name}-{encoding}", f"{description}, read as {encoding}"
+    rules = reading_rules(source_file, fmt, encoding) if source_file is not None else 1
+    if rules != 1:
+        name, description = f"{name}-rules{rules}", f"{description}, under reading rules {rules}"
     return tfds.core.BuilderConfig(name=name, description=description)
 
 
@@ -183,7 +189,7 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
                         "user, item, timestamp)")
     data_dir = os.fspath(data_dir)
     builder_class = BUILDERS[dataset]
-    config = source_config(source_file, encoding) if source_file is not None or encoding != "utf-8" else None
+    config = source_config(source_file, encoding, spec.source_format) if source_file is not None or encoding != "utf-8" else None
     config_folder = os.path.join(data_dir, "tfds", builder_class.name, config.name if config else "official")
     folder = os.path.join(config_folder, str(builder_class.VERSION))
     existed = os.path.isdir(folder)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import subprocess
@@ -12,7 +14,8 @@ import pytest
 
 from bert4rec_tf import cli
 from bert4rec_tf.data.errors import DataError
-from bert4rec_tf.data.prepare import load_prepared, prepare
+from bert4rec_tf.data import readers
+from bert4rec_tf.data.prepare import FORMAT_VERSION, load_prepared, output_directory, prepare
 from bert4rec_tf.tasks import preset
 from tests.conftest import REPO, toy_sequences, write_pairs
 
@@ -119,6 +122,26 @@ def test_custom_csv_with_string_ids(tmp_path):
     assert list(sequences.user_ids) == ["ann", "bob", "cy"]
     first = [r.split(",")[1] for r in rows[1:9]][::-1]      # timestamps descend in the file
     assert list(sequences.item_ids[sequences.sequence(0) - 1]) == first
+
+
+def test_a_file_read_under_earlier_rules_is_prepared_again(tmp_path, monkeypatch, toy_file):
+    path = tmp_path / "mine.csv"
+    path.write_text("user,item,timestamp\n" + "".join(f"u{u},\"x\ry{i}\",{i}\n" for u in range(3)
+                                                      for i in range(4 * u, 4 * u + 8)))
+    config = small_data_config(dataset="custom", num_negatives=3)
+    monkeypatch.setitem(readers.READING_RULES, "custom", 1)  # as before the custom reader kept line breaks
+    before = prepare(config, str(tmp_path / "data"), str(path), progress=False)
+    monkeypatch.undo()
+    after = prepare(config, str(tmp_path / "data"), str(path), progress=False)
+    assert after.directory != before.directory
+    assert after.metadata["source"]["tfds_dir"] != before.metadata["source"]["tfds_dir"]
+    assert sorted(after.sequences().item_ids) == sorted(f"x\ry{i}" for i in range(16))
+    # Other formats keep the key they had before reading rules had versions.
+    settings = {k: v for k, v in dataclasses.asdict(small_data_config()).items() if k != "encoding"}
+    key = json.dumps({"config": settings, "source": "file-0", "format": FORMAT_VERSION}, sort_keys=True)
+    assert readers.reading_rules(toy_file) == 1
+    assert output_directory(small_data_config(), "d", "file-0") == os.path.join(
+        "d", "beauty", hashlib.sha256(key.encode()).hexdigest()[:12])
 
 
 @pytest.mark.parametrize("dataset, overrides, source, needle", [

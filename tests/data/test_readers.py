@@ -157,3 +157,42 @@ def test_a_truncated_or_damaged_gzip_is_a_one_line_error_naming_the_file(tmp_pat
         read_interactions(path)
     message = str(raised.value)
     assert message.startswith(f"{path}: unreadable after line ") and "\n" not in message
+
+
+def tricky_ids(count: int, seed: int) -> list[str]:
+    """`count` distinct ids built from the characters that line-based and CSV files mangle (CR, LF,
+    CRLF, tabs, quotes, commas, backslashes, spaces inside, non-ASCII), none of them blank, none
+    with a surrounding space (the custom reader strips those)."""
+    rng = np.random.default_rng(seed)
+    pieces = ["\r", "\n", "\r\n", "\t", '"', "'", ",", "\\", " ", "x", "y", "é", "🙂", "\u00a0", "\u3000"]
+    ids: set[str] = set()
+    while len(ids) < count:
+        middle = "".join(pieces[k] for k in rng.integers(len(pieces), size=rng.integers(0, 5)))
+        ends = [pieces[k] for k in rng.integers(len(pieces), size=2)]
+        ids.add((ends[0] + middle + "z" + ends[1]).strip(" "))
+    return sorted(ids)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("delimiter", [",", "\t"])
+def test_ids_that_differ_only_in_line_breaks_tabs_or_quotes_stay_distinct(tmp_path, seed, delimiter):
+    import csv
+    ids = tricky_ids(60, seed) + ["x\ry", "x\ny", "x\r\ny"]
+    path = os.path.join(tmp_path, "tricky.csv")
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        # csv quotes a field holding a line break only when it holds a character of the line end:
+        # a lone CR needs CRLF line ends or every field quoted.
+        writer = csv.writer(handle, delimiter=delimiter, lineterminator="\r\n" if seed % 2 else "\n",
+                            quoting=csv.QUOTE_MINIMAL if seed % 2 else csv.QUOTE_ALL)
+        writer.writerow(["user", "item", "timestamp"])
+        writer.writerows([(f"user {item}", item, n) for n, item in enumerate(ids)])
+    table = read_interactions(path)
+    assert list(table.items) == ids
+    assert list(table.users) == [f"user {item}" for item in ids]
+
+
+def test_a_line_break_inside_a_quoted_id_is_kept_as_written(tmp_path):
+    path = os.path.join(tmp_path, "breaks.csv")
+    with open(path, "wb") as handle:  # bytes as written: no newline translation on the way in
+        handle.write(b'user,item,timestamp\r\nu,"x\ry",1\r\nu,"x\ny",2\r\nu,"x\r\ny",3\r\nu," \tpad\t ",4\r\n')
+    assert list(read_interactions(path).items) == ["x\ry", "x\ny", "x\r\ny", "\tpad\t"]
