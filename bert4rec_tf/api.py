@@ -137,8 +137,9 @@ def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file:
           patience: int | None = None, verbose: int = 1) -> Run:
     """Prepares the data if missing, trains, validates, tests once and exports, as `bert4rec-train`.
 
-    Calling it again on the same `model_dir` resumes the run from its last checkpoint (a finished
-    run is tested and exported again), with the recipe it started with.
+    Calling it again on the same `model_dir` resumes the run from its last checkpoint, with the
+    recipe it started with; on a finished run it trains and writes nothing (a damaged output is
+    tested and exported again).
 
     Args:
         dataset: a data set name (`bert4rec-train --help` lists them), or "custom" for your own CSV

@@ -146,9 +146,16 @@ def _excluded_items(sequences: UserSequences, stage: str, users: np.ndarray) -> 
 
 
 def format_table(results: dict[str, dict[str, float]]) -> str:
-    """The metrics as a plain-text table, one row per protocol."""
+    """The metrics as a plain-text table, one row per protocol, in the order of `PROTOCOLS` and of
+    the metrics' lists (whatever the order of `results`, e.g. read back from a sorted JSON file)."""
     lines = []
-    for protocol, values in results.items():
-        cells = "  ".join(f"{name} {value:.4f}" for name, value in values.items())
+    for protocol in sorted(results, key=lambda name: _position(PROTOCOLS, name)):
+        values, names = results[protocol], FULL_METRICS if protocol == "full" else SAMPLED_METRICS
+        cells = "  ".join(f"{name} {values[name]:.4f}" for name in sorted(values, key=lambda n: _position(names, n)))
         lines.append(f"{protocol:>8}: {cells}")
     return "\n".join(lines)
+
+
+def _position(names: tuple[str, ...], name: str) -> int:
+    """Where `name` stands in `names`; after them all when it is not one."""
+    return names.index(name) if name in names else len(names)

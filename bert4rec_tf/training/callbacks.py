@@ -125,7 +125,8 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.patience = patience
         self.state = state
         self.batch_size = batch_size
-        self.stopped_early = False
+        # A run that stopped early stays stopped when resumed with the same patience.
+        self.stopped_early = patience is not None and state["since_best"] >= patience
         self.writer = tf.summary.create_file_writer(run.path("validation"))
 
     def on_epoch_end(self, epoch, logs=None):

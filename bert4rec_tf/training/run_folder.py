@@ -38,11 +38,14 @@ import time
 from typing import Iterator
 
 from bert4rec_tf.config import ExperimentConfig, config_differences
+from bert4rec_tf.data.download import sha256_of
 from bert4rec_tf.data.prepare import PreparedData
 from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
 
 STATE_VERSION = 4
 LOCK = ".lock"
+# What a finished run exports, beside results.json (which records their sizes and digests).
+OUTPUTS = ("model.keras", "export")
 # The fixed weight names of state version 3, which a run of that version resumes from.
 _VERSION_3_WEIGHTS = {"latest_weights": "latest.weights.h5", "best_weights": "best.weights.h5"}
 
@@ -53,9 +56,9 @@ class RunFolderBusy(ValueError):
 
 def fresh_state() -> dict:
     """The state of a run that has not trained yet."""
-    return {"version": STATE_VERSION, "step": 0, "instances": 0, "seconds": 0.0, "scheduled": None, "best": None,
-            "best_step": None, "since_best": 0, "curve": [], "seed_states": [], "latest_weights": None,
-            "best_weights": None}
+    return {"version": STATE_VERSION, "step": 0, "instances": 0, "seconds": 0.0, "scheduled": None,
+            "budget_spent": False, "best": None, "best_step": None, "since_best": 0, "curve": [], "seed_states": [],
+            "latest_weights": None, "best_weights": None}
 
 
 def weights_name(kind: str, step: int) -> str:
@@ -230,6 +233,31 @@ class RunFolder:
             return ExperimentConfig.from_dict(values)
         except (ValueError, AttributeError, TypeError) as error:
             raise ValueError(f"{self.path('config.json')}: not a run configuration ({error})") from None
+
+    def output_files(self) -> dict[str, dict]:
+        """{path in the folder: {"bytes", "sha256"}} of the run's outputs: model.keras and every file of
+        export/ (recorded in results.json, so that a finished run can tell they are intact)."""
+        names = [name for name in OUTPUTS if os.path.isfile(self.path(name))]
+        for top in (name for name in OUTPUTS if os.path.isdir(self.path(name))):
+            for folder, _, files in os.walk(self.path(top)):
+                names += [os.path.relpath(os.path.join(folder, name), self.directory) for name in files]
+        return {name: {"bytes": os.path.getsize(self.path(name)), "sha256": sha256_of(self.path(name))}
+                for name in sorted(names)}
+
+    def intact_results(self) -> dict | None:
+        """results.json when it and every output it records (`output_files`) are as written, else
+        None: no results yet, a damaged results.json or output, or one written before outputs were
+        recorded. A finished run with intact results has nothing left to write."""
+        try:
+            results = read_json(self.path("results.json"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(results, dict) or not isinstance(results.get("outputs"), dict):
+            return None
+        try:
+            return results if self.output_files() == results["outputs"] else None
+        except OSError:
+            return None
 
     def data_record(self) -> dict:
         """run.json: the data the run is bound to."""

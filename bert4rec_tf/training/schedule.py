@@ -55,6 +55,20 @@ def warmup_warning(total: int, warmup_steps: int, budget: float) -> str | None:
             f"steps: training ends during the warm-up, with the rate not at 0 (lower --config train.warmup_steps)")
 
 
+def finished(state: dict, train: TrainConfig, stopped_early: bool) -> str | None:
+    """Why a run in resume state `state` has nothing left to train under `train`, or None when it has:
+    its steps are done, its time budget is spent, or it stopped early (`stopped_early`)."""
+    if stopped_early:
+        count = state["since_best"]
+        return (f"it stopped early at step {state['step']:,}, after {count} validation{'s' * (count != 1)} without "
+                "improvement")
+    if state["step"] >= train.train_steps:
+        return f"it has trained its {train.train_steps:,} steps"
+    if train.time_budget and state.get("budget_spent"):
+        return f"its {train.time_budget:g} s time budget is spent, at step {state['step']:,}"
+    return None
+
+
 def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainConfig, eval_every: int, pace,
                     clock: Callable[[], float], set_total_steps: Callable[[int], None],
                     stopped: Callable[[], bool]) -> None:
@@ -64,7 +78,8 @@ def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainCo
     (`train.time_budget` seconds), `budget_plan` picks each interval, `set_total_steps` moves the
     schedule's end to the total the budget affords (so the rate reaches 0 at the deadline), and
     `state["scheduled"]` keeps that total once the pace is measured (a resumed run follows it until it
-    has measured its own pace); a budget that ends within the warm-up is warned about once.
+    has measured its own pace), and `state["budget_spent"]` that the deadline has passed; a budget
+    that ends within the warm-up is warned about once.
 
     Args:
         fit: trains `count` intervals of `steps` steps each: fit(count, steps); it advances
@@ -86,7 +101,7 @@ def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainCo
         return
     probe = min(eval_every, train.warmup_steps or eval_every)
     warned = False
-    while not stopped():
+    while not stopped() and not state.get("budget_spent"):
         steps, total = budget_plan(state["step"], clock(), train.time_budget, train.train_steps, eval_every, probe,
                                    state["scheduled"], pace.pace, pace.overhead)
         # Warned once the total is planned from the measured pace, or when the budget runs out (no
@@ -98,6 +113,9 @@ def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainCo
             print(warning, file=sys.stderr)
             warned = True
         if not steps:
+            # Kept in the resume state: the next process's clock starts at the last checkpoint's seconds,
+            # which may be short of the deadline this one reached.
+            state["budget_spent"] = state.get("budget_spent", False) or clock() >= train.time_budget
             return
         set_total_steps(total)
         if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured

@@ -8,8 +8,9 @@ Model directory layout (see also `bert4rec_tf.training.run_folder`):
     model.keras                 the exported model
     export/                     the serving SavedModel and vocab.txt (escaped raw id <TAB> model id)
     results.json                test metrics of the best checkpoint, POP's validation metrics and
-                                whether the best validation is above them (`pop_warning`), written
-                                last: the run is complete
+                                whether the best validation is above them (`pop_warning`), the
+                                sizes and digests of model.keras and export/, written last: the
+                                run is complete
 
 Every file is written under a temporary name and renamed into place, so it is complete or absent.
 """
@@ -27,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf import register_keras_objects
-from bert4rec_tf.config import ExperimentConfig, loss_note
+from bert4rec_tf.config import ExperimentConfig, config_differences, loss_note
 from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.pipeline import evaluation_histories
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
@@ -36,7 +37,7 @@ from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
 from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import atomic_path, write_error, write_json_atomic
-from bert4rec_tf.tasks import reference_model
+from bert4rec_tf.tasks import get_task, reference_model
 from bert4rec_tf.training.build import build_trainee
 from bert4rec_tf.training.callbacks import (
     CheckpointAndValidate,
@@ -46,8 +47,8 @@ from bert4rec_tf.training.callbacks import (
     seed_generators,
 )
 from bert4rec_tf.training.distribution import is_chief, make_strategy, worker_folder
-from bert4rec_tf.training.run_folder import RunFolder
-from bert4rec_tf.training.schedule import train_intervals
+from bert4rec_tf.training.run_folder import RunFolder, data_identity
+from bert4rec_tf.training.schedule import finished, train_intervals
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
 
 ATTENTION_USERS = 512
@@ -92,7 +93,8 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     {protocol: {metric: value}}.
 
     Re-running the same command in the same `model_dir` continues from the last checkpoint; the data
-    stream continues at the instance where it stopped, so the result equals an uninterrupted run.
+    stream continues at the instance where it stopped, so the result equals an uninterrupted run. On
+    a finished run it trains and writes nothing (`finished_run`).
     `eval_every` may change between runs; a larger `train.train_steps` trains the run for longer.
     With `train.time_budget`, training and validation stop at the deadline and the learning rate
     decays to 0 there (see `budget_plan`); a resumed run continues the same budget.
@@ -140,6 +142,9 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     run.check_config(config, state)  # a folder that will refuse the run does so before the data is prepared
     prepared = prepare(config.data, data_dir, source_file, progress=verbose > 0)
     run.check(config, prepared, state)
+    recorded = finished_run(run, config, prepared, state, patience)
+    if recorded is not None:
+        return recorded
     sequences, candidates = prepared.sequences(), prepared.candidates()
     train = training_sequences(sequences, config.data.split)
 
@@ -190,8 +195,11 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
             model.fit(trainee.stream(state["instances"]).with_options(options), epochs=count, steps_per_epoch=steps,
                       callbacks=callbacks, verbose=verbose)
 
+        spent = state.get("budget_spent", False)
         train_intervals(fit, state, config.train, eval_every, pace, clock, trainee.schedule.set_total_steps,
                         lambda: checkpointing.stopped_early)
+        if state.get("budget_spent", False) != spent:
+            run.commit(state)  # the deadline passed after the last checkpoint
 
     if validate is not None and state["best_weights"]:
         load_checkpoint(model, run.checkpoint(state["best_weights"]))
@@ -218,11 +226,35 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     note = loss_note(config.model)
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
+                       "outputs": run.output_files(),
                        **({"loss_note": note} if note else {}),
                        **({} if evaluated is None else {"evaluated_users": len(evaluated),
                                                          "users": sequences.num_users}),
                        "config": config.to_dict(), "data": run.data_record(), **pop_check})
     return results
+
+
+def finished_run(run: RunFolder, config: ExperimentConfig, prepared: PreparedData, state: dict,
+                 patience: int | None) -> dict | None:
+    """The recorded test metrics when the run in `run` (resume state `state`, checked against `config`
+    and `prepared`) has nothing left to train or write, after saying so on stdout; else None.
+
+    Nothing is left when the run finished (its results.json and the outputs it records intact, for
+    this configuration and data) and has nothing to train: its steps are done, its time budget is
+    spent, it stopped early (as many validations without improvement as `patience`), or its model
+    trains nothing. A larger `--train_steps` or `--patience` trains it on; a damaged or missing output
+    is tested and exported again from the checkpoint.
+    """
+    stopped_early = patience is not None and state["since_best"] >= patience
+    why = finished(state, config.train, stopped_early) if get_task(config.model.name).trains else \
+        "its model trains nothing"
+    recorded = run.intact_results() if why else None
+    if recorded is None or recorded.get("data") != data_identity(prepared) or config_differences(
+            recorded.get("config", {}), config.to_dict(), ignore=(("train", "train_steps"),)):
+        return None
+    print(f"{run.directory} holds a finished run: {why}; nothing to train, no file changed"
+          f"{' (give a larger --patience to train it on)' if stopped_early else ''}", flush=True)
+    return recorded["test"]
 
 
 def load_finished_run(model_dir: str) -> tuple[keras.Model, PreparedData, ExperimentConfig]:

@@ -15,7 +15,7 @@ import pytest
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import TrainConfig
-from bert4rec_tf.training.schedule import budget_plan, train_intervals, warmup_warning
+from bert4rec_tf.training.schedule import budget_plan, finished, train_intervals, warmup_warning
 from tests.conftest import REPO, event_scalars, toy_sequences, write_pairs
 
 
@@ -95,6 +95,30 @@ def test_the_cap_and_a_spent_budget_stop_training():
     assert budget_plan(0, 0.0, 600.0, 10_000, 100, 100, None, None) == (100, 10_000)
     # 540 s left at 0.5 s a step and 50 s per 500-step interval: 540 / 0.6 = 900 more steps
     assert budget_plan(100, 60.0, 600.0, 10_000, 500, 100, None, 0.5, 50.0) == (500, 1000)
+
+
+def test_a_passed_deadline_is_kept_so_a_resumed_run_trains_no_more():
+    # The last interval overran the deadline by 30 s: the clock a new process starts from (the last
+    # checkpoint's seconds) is before the deadline, yet the budget is spent.
+    train, calls = TrainConfig(time_budget=600.0, train_steps=10_000, warmup_steps=100), []
+    state = {"step": 900, "scheduled": 1000, "seconds": 590.0}
+    meter = types.SimpleNamespace(pace=0.5, overhead=0.0)
+    train_intervals(lambda count, steps: calls.append(steps), state, train, 500, meter, lambda: 630.0,
+                    lambda total: None, lambda: False)
+    assert calls == [] and state["budget_spent"] is True
+    assert finished(state, train, False) == "its 600 s time budget is spent, at step 900"
+    fresh = types.SimpleNamespace(pace=None, overhead=0.0)
+    train_intervals(lambda count, steps: calls.append(steps), state, train, 500, fresh, lambda: 590.0,
+                    lambda total: None, lambda: False)
+    assert calls == []  # without the record, the probe of 100 steps towards 1,000 would train
+
+
+def test_what_finishes_a_run():
+    train = TrainConfig(train_steps=200)
+    assert finished({"step": 200}, train, False) == "it has trained its 200 steps"
+    assert finished({"step": 20, "since_best": 1}, train, True) == (
+        "it stopped early at step 20, after 1 validation without improvement")
+    assert finished({"step": 20, "since_best": 2}, train, False) is None
 
 
 def test_a_resumed_run_keeps_its_plan_until_the_pace_is_measured():
