@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import json
 import logging
 import math
@@ -11,6 +12,8 @@ import os
 import resource
 import secrets
 import shutil
+import sys
+import traceback
 from typing import Any, Iterator
 
 logger = logging.getLogger(__name__)
@@ -144,15 +147,61 @@ _WRITE_FAILURE_TEXTS = {"No space left": errno.ENOSPC, "File too large": errno.E
                         "Read-only file system": errno.EROFS, "Permission denied": errno.EACCES}
 
 
+def write_failure_cause(error: BaseException) -> int | None:
+    """The errno of why a write failed: `error`'s own, or the one its message names the way
+    TensorFlow's file system and TFDS do ("File too large", "No space left"); None when neither."""
+    text = " ".join(str(error).split())
+    return getattr(error, "errno", None) or next(
+        (number for words, number in _WRITE_FAILURE_TEXTS.items() if words.lower() in text.lower()), None)
+
+
 def write_error(path: str, error: BaseException) -> OSError:
     """A one-line OSError for a failed write of `path`: the file and the cause (`error`'s errno, or
     one its message names), nothing of the temporary name; its `errno` is the cause's."""
     text = " ".join(str(error).split())
-    code = getattr(error, "errno", None) or next(
-        (number for words, number in _WRITE_FAILURE_TEXTS.items() if words.lower() in text.lower()), None)
+    code = write_failure_cause(error)
     failure = OSError(f"{path}: cannot be written: {_WRITE_FAILURES.get(code) or text[:200] or type(error).__name__}")
     failure.errno = code
     return failure
+
+
+@contextlib.contextmanager
+def quiet_after_failed_write() -> Iterator[None]:
+    """Keeps a failed write to its one-line error: what objects raise while being finalised in the
+    block is held back, as text, and dropped when the block raises an `OSError` (h5py prints
+    "Exception ignored in ObjectID.__dealloc__", a traceback for each open object of a file whose
+    write failed, dozens above the error). Otherwise it is written to stderr at the end of the block.
+
+    Main thread only: it swaps the process-wide `sys.unraisablehook` and `sys.excepthook` (through
+    which Cython prints such a traceback) while the block runs. Only text is kept, never the object
+    being finalised (keeping it would bring it back to life).
+    """
+    held: list[str] = []
+    hooks = sys.unraisablehook, sys.excepthook
+
+    def unraisable(complaint) -> None:
+        where = f"Exception ignored in: {complaint.object!r}\n" if complaint.object is not None else ""
+        held.append(where + "".join(traceback.format_exception(complaint.exc_type, complaint.exc_value,
+                                                               complaint.exc_traceback)))
+
+    sys.unraisablehook = unraisable
+    sys.excepthook = lambda kind, value, trace: held.append("".join(traceback.format_exception(kind, value, trace)))
+    try:
+        yield
+    except OSError as error:
+        # The failed writer's objects live on in the frames of the error's traceback and of the
+        # errors it was raised from: free them now, while their complaints are held.
+        chained = error
+        while chained is not None:
+            traceback.clear_frames(chained.__traceback__)
+            chained = chained.__cause__ or chained.__context__
+        gc.collect()
+        held.clear()
+        raise
+    finally:
+        sys.unraisablehook, sys.excepthook = hooks
+        if held:
+            sys.stderr.write("".join(held))
 
 
 def ensure_room(path: str | os.PathLike, size: int) -> None:

@@ -22,7 +22,7 @@ from bert4rec_tf.constants import mask_id
 from bert4rec_tf.data import masking
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.seeds import Stream, instance_seed
-from bert4rec_tf.files import atomic_path
+from bert4rec_tf.files import atomic_path, write_error, write_failure_cause
 
 
 def window_starts(length: int, max_len: int, prop_sliding_window: float) -> list[int]:
@@ -154,17 +154,20 @@ def write_static_instances(windows: Windows, config: DataConfig, num_items: int,
         name = shard_name(shard, config.num_shards)
         final = os.path.join(directory, name)
         dataset = static_instances(windows, config, num_items, shards[shard]).batch(512)
-        with atomic_path(final) as temporary, tf.io.TFRecordWriter(temporary) as writer:
-            for batch in dataset.as_numpy_iterator():
-                for row in range(len(batch["info"])):
-                    writer.write(_serialize(batch, row))
-                bar.update(len(batch["info"]))
+        try:
+            with atomic_path(final) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+                for batch in dataset.as_numpy_iterator():
+                    for row in range(len(batch["info"])):
+                        writer.write(_serialize(batch, row))
+                    bar.update(len(batch["info"]))
+        except tf.errors.OpError as error:  # TensorFlow's file system reports a failed write so
+            if write_failure_cause(error) is None:
+                raise
+            raise write_error(final, error) from None
         return name, len(shards[shard])
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        written = dict(pool.map(write, range(config.num_shards)))
-    bar.close()
-    return written
+    with bar, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return dict(pool.map(write, range(config.num_shards)))
 
 
 def _serialize(batch: dict[str, np.ndarray], row: int) -> bytes:

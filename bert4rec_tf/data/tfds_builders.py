@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import shutil
@@ -37,6 +38,7 @@ from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.preprocess import UserSequences, preprocess
 from bert4rec_tf.data.readers import Interactions, read_interactions, reading_rules, require_file
 from bert4rec_tf.data.registry import DATASETS, DatasetSpec, get_spec
+from bert4rec_tf.files import write_error, write_failure_cause
 
 logger = logging.getLogger("bert4rec_tf")
 
@@ -131,6 +133,9 @@ def _builder_class(spec: DatasetSpec) -> type[_UserSequenceBuilder]:
 # One builder per data set of the registry, made from it (e.g. BUILDERS["ml-1m"] is Bert4recMl1m).
 BUILDERS: dict[str, type[_UserSequenceBuilder]] = {name: _builder_class(spec) for name, spec in DATASETS.items()}
 
+
+# The causes of a failed build that are the disk's or the file-size limit's, not the source's.
+_ROOM_FAILURES = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS)
 
 # What reading a damaged build raises: a damaged, truncated or missing record file (OpError), a
 # damaged dataset_info.json (ParseError), a build without its split (KeyError) or without examples.
@@ -242,13 +247,20 @@ def _prepared_builder(builder_class: type[_UserSequenceBuilder], data_dir: str, 
     `check`)."""
     builder = builder_class(data_dir=os.path.join(data_dir, "tfds"), source_file=source_file, encoding=encoding,
                             config=config, check=check)
-    builder.download_and_prepare(
-        download_dir=os.path.join(data_dir, "downloads"),
-        download_config=tfds.download.DownloadConfig(
-            manual_dir=os.path.join(data_dir, "manual", dataset),
-            compute_stats=tfds.download.ComputeStatsMode.SKIP,
-        ),
-    )
+    try:
+        builder.download_and_prepare(
+            download_dir=os.path.join(data_dir, "downloads"),
+            download_config=tfds.download.DownloadConfig(
+                manual_dir=os.path.join(data_dir, "manual", dataset),
+                compute_stats=tfds.download.ComputeStatsMode.SKIP,
+            ),
+        )
+    except (tf.errors.OpError, RuntimeError) as error:
+        # TFDS reports a full disk or a file-size limit as "Failed to finalize writing of split ...:
+        # ... File too large", in a RuntimeError around TensorFlow's error.
+        if write_failure_cause(error) not in _ROOM_FAILURES:
+            raise
+        raise write_error(os.fspath(builder.data_dir), error) from None
     return builder
 
 

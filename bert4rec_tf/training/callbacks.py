@@ -16,11 +16,14 @@ from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.attention_plot import attention_head_pixels
 from bert4rec_tf.evaluation.evaluator import format_table
-from bert4rec_tf.files import atomic_path, ensure_room, write_json_atomic
+from bert4rec_tf.files import atomic_path, ensure_room, quiet_after_failed_write, write_json_atomic
 from bert4rec_tf.training.run_folder import RunFolder, weights_name
 
 ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
-WEIGHTS_FILE_OVERHEAD = 128 * 1024  # bytes of HDF5 structure in a weights file (100 KB for a tiny model)
+# Bytes of HDF5 structure in a weights file beyond the variables' own: about 1 KB a variable (the
+# model's and the optimizer's), bounded here with room to spare.
+WEIGHTS_FILE_OVERHEAD = 64 * 1024
+WEIGHTS_FILE_OVERHEAD_PER_VARIABLE = 2 * 1024
 
 
 class TrainingDiverged(ValueError):
@@ -203,13 +206,16 @@ class CheckpointAndValidate(keras.callbacks.Callback):
     def _save_weights(self, name: str) -> str:
         """Writes the weights as checkpoints/`name`; returns `name`."""
         os.makedirs(self.run.checkpoints, exist_ok=True)
-        # HDF5 fails messily half-way through a file that does not fit: refused before, in one line. The
-        # size is the last weights file's, or before the first the weights' bytes and HDF5's structure.
+        # HDF5 fails messily half-way through a file that does not fit (tracebacks, even a crash): it
+        # is refused before, in one line. The size is the last weights file's, or before the first a
+        # bound of the bytes of the weights and the optimizer's variables (the file holds both) and of
+        # HDF5's structure. A write that fails all the same (the disk filled meanwhile) keeps quiet.
         last = self.run.checkpoint(self.state["latest_weights"] or name)
+        variables = [*self.model.weights, *self.model.optimizer.variables]
         ensure_room(self.run.checkpoint(name), os.path.getsize(last) if os.path.isfile(last) else
-                    sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in self.model.weights)
-                    + WEIGHTS_FILE_OVERHEAD)
-        with atomic_path(self.run.checkpoint(name)) as temporary:
+                    sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
+                    + WEIGHTS_FILE_OVERHEAD + WEIGHTS_FILE_OVERHEAD_PER_VARIABLE * len(variables))
+        with quiet_after_failed_write(), atomic_path(self.run.checkpoint(name)) as temporary:
             self.model.save_weights(temporary)
         return name
 

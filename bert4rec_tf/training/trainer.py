@@ -36,7 +36,7 @@ from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
 from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.export.saved_model import export_saved_model
-from bert4rec_tf.files import atomic_path, write_error, write_json_atomic
+from bert4rec_tf.files import atomic_path, quiet_after_failed_write, write_error, write_json_atomic
 from bert4rec_tf.tasks import get_task, reference_model
 from bert4rec_tf.training.build import build_trainee
 from bert4rec_tf.training.callbacks import (
@@ -216,7 +216,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
         # above_pop None: no validation to compare
         pop_check = {"pop_validation": pop_validation, "above_pop": None if best_point is None else warning is None}
     write_results(run.directory, results, best_point, state["step"])
-    with atomic_path(run.path("model.keras")) as temporary:
+    with quiet_after_failed_write(), atomic_path(run.path("model.keras")) as temporary:
         model.save(temporary)
     try:
         with atomic_path(run.path("export")) as temporary:

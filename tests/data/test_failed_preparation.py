@@ -136,3 +136,41 @@ def test_preparing_a_six_item_catalogue_warns_that_the_sampled_protocols_are_mea
     caplog.clear()
     prepare(small_data_config(num_negatives=1), data_dir, source, progress=False)  # reused: warned again
     assert trivial_protocols_warning(1, 6) in caplog.text
+
+
+def prepare_command(source: str, data_dir: str) -> list[str]:
+    return [sys.executable, os.path.join(REPO, "run_scripts", "prepare_data.py"), "--dataset", "beauty",
+            "--source_file", source, "--data_dir", data_dir, "--config", "max_len=10", "--config", "num_negatives=20"]
+
+
+def prepared_files(data_dir: str) -> dict:
+    """{file: {"bytes", "sha256"}} of the one prepared folder under `data_dir`."""
+    import json
+
+    [folder] = [os.path.join(data_dir, "beauty", name) for name in os.listdir(os.path.join(data_dir, "beauty"))
+                if not name.startswith(".")]
+    with open(os.path.join(folder, "metadata.json")) as handle:
+        return json.load(handle)["files"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit, where", [(4_000, "tfds/bert4rec_beauty/file-"), (100_000, "beauty/")],
+                         ids=["tfds-build", "masked-instances"])
+def test_a_file_size_limit_is_one_line_and_the_same_command_then_prepares_the_same_files(tmp_path, limit, where):
+    import resource
+
+    source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences(num_users=30, num_items=120))
+    data_dir = str(tmp_path / "data")
+    failed = subprocess.run(prepare_command(source, data_dir), capture_output=True, text=True, timeout=600,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    assert "Traceback" not in failed.stderr, failed.stderr[-3000:]
+    last = failed.stderr.strip().splitlines()[-1].split("\r")[-1]
+    assert last.startswith(f"error: {data_dir}/{where}") and last.endswith(
+        ": cannot be written: file too large for the disk or the file-size limit (ulimit -f)"), last
+    again = subprocess.run(prepare_command(source, data_dir), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    whole = subprocess.run(prepare_command(source, str(tmp_path / "whole")), capture_output=True, text=True,
+                           timeout=600)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    assert prepared_files(data_dir) == prepared_files(str(tmp_path / "whole"))
