@@ -23,6 +23,7 @@ it (a job's or a session's end): the runs left over train when the command is gi
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import shlex
 import shutil
@@ -31,6 +32,7 @@ import time
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import PRESETS
+from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.experiments.plans import (EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, resolved_settings,
                                           run_settings)
@@ -40,6 +42,7 @@ from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.experiments.scheduler import PACKAGE_ROOT, TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
 from bert4rec_tf.files import atomic_path, read_json, write_json_atomic
 from bert4rec_tf.tasks import recipe_overrides
+from bert4rec_tf.training.run_folder import RunFolder
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -99,6 +102,23 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> lis
     command += list(run.flags)
     extra = shlex.split(args.extra)
     return command + derived_flags(run, run_settings(command[len(TRAIN):]), extra) + extra
+
+
+def check_train_flags(arguments: list[str]) -> None:
+    """Parses a train command's `arguments` as train.py would, without running it.
+
+    Raises:
+        ValueError: train.py's own message for a flag it does not have or a value it refuses.
+    """
+    from absl import flags
+
+    import bert4rec_tf.scripts.train  # noqa: F401  (defines train.py's flags)
+
+    parser = copy.deepcopy(flags.FLAGS)
+    try:
+        parser(["train.py", *arguments])
+    except flags.Error as error:
+        raise ValueError(f"train.py refuses its flags: {error}") from None
 
 
 def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
@@ -299,9 +319,13 @@ def main(argv: list[str] | None = None) -> int:
         reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
         for run in reported:  # every run the report reads: a plan whose settings cannot be resolved fails here
             _settings(run, args, sources)
-        for run in runs:  # a run train.py would refuse (an --extra setting its model does not read) fails here
+        for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
             try:
+                check_train_flags(train_command(run, args, sources)[len(TRAIN):])
                 resolved_settings(_settings(run, args, sources), strict=True)
+                if get_spec(run.dataset).url is None and run.dataset not in sources:
+                    raise ValueError(f"data set {run.dataset!r} has no download: give --source_file "
+                                     f"{run.dataset}=PATH")
             except ValueError as error:
                 raise ValueError(f"run {run.name}: {error}") from None
     except ValueError as error:
@@ -390,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
         return None if args.allow_slower_cores else slower_cores(speed, compared_speeds(args, reported))
 
     def prepare(run, cores: list[int] | None, speed: dict | None) -> list[str]:
+        holder = RunFolder(os.path.join(args.out, "runs", run.name)).holder()
+        if holder:
+            raise ValueError(f"{os.path.join(args.out, 'runs', run.name)} is in use by {holder}: wait for it to end, "
+                             "or give another --out")
         settings = _settings(run, args, sources)
         _start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed)
         return train_command(run, args, sources)

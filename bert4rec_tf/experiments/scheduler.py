@@ -10,9 +10,12 @@ starts and after it ends, the command (`bert4rec_tf.experiments.reproduce`) says
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +28,9 @@ from bert4rec_tf.experiments.plans import Run
 # Each run is `bert4rec-train` run as a module by this Python, with this package first on its path.
 TRAIN = [sys.executable, "-m", "bert4rec_tf.scripts.train"]
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(bert4rec_tf.__file__)))
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def train_environment() -> dict[str, str]:
@@ -116,7 +122,8 @@ def machine_speed(pin=None) -> dict | None:
     run is never held up by its calibration)."""
     try:
         result = subprocess.run([sys.executable, "-m", "bert4rec_tf.experiments.calibration"], capture_output=True,
-                                text=True, timeout=600, env=train_environment(), preexec_fn=pin)
+                                text=True, timeout=600, env=train_environment(),
+                                preexec_fn=functools.partial(child_setup, os.getpid(), pin))
         if result.returncode == 0:
             return json.loads(result.stdout.strip().splitlines()[-1])
         problem = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
@@ -125,6 +132,33 @@ def machine_speed(pin=None) -> dict | None:
     print(f"warning: the machine's speed could not be measured ({problem}); the record will lack it",
           file=sys.stderr, flush=True)
     return None
+
+
+def child_setup(parent: int, pin: Callable[[], None] | None) -> None:
+    """In a child process (a run's training or its calibration) before it starts: pinned to its cores
+    (`pin`), and on Linux ended (SIGTERM) when the reproduce process `parent` dies, however it dies,
+    so no run trains on unwatched; its run folder is left as at any kill, and the same command
+    resumes it."""
+    if pin is not None:
+        pin()
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the request was made
+            os._exit(1)
+
+
+def failure_cause(log: str, offset: int, returncode: int) -> str:
+    """Why a train process failed: the last `error: ` line it wrote to `log` after byte `offset` (its
+    own output), else its exit status or signal."""
+    with open(log, encoding="utf-8", errors="replace") as handle:
+        handle.seek(offset)
+        errors = [line.strip() for line in handle.read().replace("\r", "\n").splitlines()
+                  if line.startswith("error: ")]
+    if errors:
+        return errors[-1].removeprefix("error: ")
+    if returncode < 0:
+        return f"killed by signal {-returncode} ({signal.Signals(-returncode).name})"
+    return f"exit status {returncode}, with no error line in its output"
 
 
 def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int] | None], deadline: float | None,
@@ -136,8 +170,10 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
 
     A run expected to end after `deadline` is not started. Before a trained run starts, its cores are
     measured (`machine_speed`): when `refuse(run, speed)` gives a reason, neither it nor the runs after it
-    start. `prepare(run, cores, speed)` gives its train command (and notes what it needs to);
-    `finished()` follows every run that ends. After a run fails, no other starts.
+    start. `prepare(run, cores, speed)` gives its train command (and notes what it needs to), or raises
+    a one-line ValueError when the run cannot start (it then counts as failed); `finished()` follows
+    every run that ends. A run that fails is named with its cause (the last `error:` line of its
+    output), and after it no other starts. A train process ends when this process dies (Linux).
 
     Returns:
         The runs that failed, those postponed by the deadline and those refused (by name), and the
@@ -180,21 +216,29 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
                       file=sys.stderr, flush=True)
                 free.append(slot)
                 continue
-            command = prepare(run, cores, speed)
-            log = open(os.path.join(out, f"{run.name}.log"), "a", encoding="utf-8")
+            try:
+                command = prepare(run, cores, speed)
+            except ValueError as error:  # the run cannot start (its folder is in use)
+                print(f"error: run {run.name} not started: {error}", file=sys.stderr, flush=True)
+                failed.append(run.name)
+                free.append(slot)
+                continue
+            path = os.path.join(out, f"{run.name}.log")
+            log = open(path, "a", encoding="utf-8")
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=train_environment(),
-                                       preexec_fn=pin)
-            running[process] = (run, time.monotonic(), slot, log)
+                                       preexec_fn=functools.partial(child_setup, os.getpid(), pin))
+            running[process] = (run, time.monotonic(), slot, log, os.path.getsize(path))
         done = next((process for process in running if process.poll() is not None), None)
         if done is None:
             time.sleep(1.0)
             continue
-        run, started, slot, log = running.pop(done)
+        run, started, slot, log, offset = running.pop(done)
         log.close()
         free.append(slot)
         if done.returncode != 0:
-            print(f"error: run {run.name} failed (exit {done.returncode}); see {out}/{run.name}.log. "
-                  "Re-run the command to resume it", file=sys.stderr, flush=True)
+            print(f"error: run {run.name} failed: {failure_cause(log.name, offset, done.returncode)}", file=sys.stderr)
+            print(f"its output: {log.name}; once the cause is mended, the same command resumes it", file=sys.stderr,
+                  flush=True)
             failed.append(run.name)
         elif run.model != "pop":
             spent.append(time.monotonic() - started)

@@ -135,6 +135,19 @@ class RunFolder:
             if name.endswith(".weights.h5") and name not in keep:
                 os.remove(self.checkpoint(name))
 
+    def holder(self) -> str | None:
+        """Who holds the folder now ("process <pid> on <host> since <time>", or "another process"),
+        as `lock` would refuse it; None when it is free. Takes nothing."""
+        if not os.path.isfile(self.path(LOCK)):
+            return None
+        with open(self.path(LOCK), "a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return _describe(_lock_record(handle))
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Holds the folder for this process (creating it), or refuses. A folder this call created and

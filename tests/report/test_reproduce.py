@@ -197,6 +197,11 @@ def test_the_plan_names_the_flags_by_which_a_record_of_other_settings_differs(tm
     (["--jobs", "64"], "error: --jobs 64 needs at least 64 cores"),
     (["--deadline", "25:00"], "error: --deadline '25:00' is not a time of day HH:MM"),
     (["--deadline", "soon"], "error: --deadline 'soon' is not a duration"),
+    (["--datasets", "custom", "--only", "pop"],
+     "error: run custom-pop: data set 'custom' has no download: give --source_file custom=PATH"),
+    (["--only", "pop", "--extra", "--bogus 1"],
+     "error: run ml-1m-pop: train.py refuses its flags: Unknown command line flag 'bogus'"),
+    (["--only", "pop", "--extra", "--patience x"], "error: run ml-1m-pop: train.py refuses its flags: flag --patience=x"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, args, message):
     result = reproduce("table2", "--out", str(tmp_path / "out"), "--dry_run", *args)
@@ -276,7 +281,7 @@ def _run_reproduce_in_process(tmp_path, monkeypatch, measured, *flags, experimen
     (out / "runs" / "beauty-pop").mkdir(parents=True)
     (out / "runs" / "beauty-pop" / "reproduce.json").write_text(json.dumps({"speed": [fake_speed(999.0, 99.0)]}))
     monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: measured)
-    monkeypatch.setattr(script, "train_command", lambda run, args, sources: [sys.executable, "-c", "pass"])
+    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
     code = script.main([experiment, "--datasets", "beauty", "--only", only, "--budget", "1m", "--out", str(out),
                         "--results_dir", str(results), "--no_figures", *flags])
     return code, out / "runs" / f"beauty-{only}"
@@ -308,3 +313,69 @@ def test_a_sweep_without_a_measured_run_is_compared_with_every_experiments_recor
     assert code == 1 and "error: run beauty-mask-proportion-0.2 not started" in capsys.readouterr().err
     assert not model_dir.exists()
 
+
+
+def test_a_failed_run_is_named_with_its_cause_and_no_other_run_starts(tmp_path, monkeypatch, capsys):
+    from bert4rec_tf.experiments import reproduce as script
+    from bert4rec_tf.experiments import scheduler
+
+    monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
+    failing = "import sys; print('training...'); print('error: /data/mine.csv, line 3: empty item id'); sys.exit(1)"
+    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", failing, "--"])
+    out = tmp_path / "out"
+    code = script.main(["table2", "--datasets", "beauty", "--only", "bpr-mf,pop", "--budget", "1m", "--out", str(out),
+                        "--no_figures"])
+    printed = capsys.readouterr()
+    assert code == 1
+    assert "error: run beauty-pop failed: /data/mine.csv, line 3: empty item id\n" in printed.err
+    assert f"its output: {out}/beauty-pop.log; once the cause is mended, the same command resumes it" in printed.err
+    assert "beauty-bpr-mf" not in printed.out + printed.err  # not started after the failure
+
+
+def test_a_run_folder_in_use_is_not_started_and_its_holder_is_named(tmp_path, monkeypatch, capsys):
+    from bert4rec_tf.experiments import reproduce as script
+    from bert4rec_tf.experiments import scheduler
+    from bert4rec_tf.training.run_folder import RunFolder
+
+    monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
+    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
+    out = tmp_path / "out"
+    folder = RunFolder(str(out / "runs" / "beauty-pop"))
+    with folder.lock():
+        code = script.main(["table2", "--datasets", "beauty", "--only", "pop", "--budget", "1m", "--out", str(out),
+                            "--no_figures"])
+    assert code == 1
+    assert (f"error: run beauty-pop not started: {out}/runs/beauty-pop is in use by process {os.getpid()} on "
+            in capsys.readouterr().err)
+    assert folder.holder() is None
+
+
+def test_a_child_ends_when_the_reproduce_process_is_killed(tmp_path):
+    import signal
+    import time
+
+    parent = (
+        "import functools, os, subprocess, sys, time\n"
+        "from bert4rec_tf.experiments.scheduler import child_setup\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],\n"
+        "                         preexec_fn=functools.partial(child_setup, os.getpid(), None))\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(120)\n")
+    process = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    child = int(process.stdout.readline())
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        try:  # reap it if it became our zombie
+            os.waitpid(child, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the child of the killed process ran on")
