@@ -130,7 +130,7 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
     if encoding is not None:
         config.override("data.encoding", encoding)
     validate(config)
-    refuse_unread_settings(config, given)
+    refuse_unread_settings(config, given, model)
     config.data.encoding = codecs.lookup(config.data.encoding).name
     return config
 
@@ -174,9 +174,10 @@ def default_recipe(dataset: str, model: str, model_dir: str) -> tuple[str, str]:
 def recipe_notice(config: ExperimentConfig, model: str, reason: str) -> str:
     """One line: the run's recipe, `reason` it was chosen, how long it trains, and the other choice."""
     train = config.train
-    length = (f"trains for {format_duration(train.time_budget)}, then tests and exports" if train.time_budget
-              else f"trains {train.train_steps:,} steps at learning rate {_rate(train.learning_rate)}")
     paper = preset(config.data.dataset, model).train
+    cap = f" or {train.train_steps:,} steps, whichever ends first" if train.train_steps < paper.train_steps else ""
+    length = (f"trains for {format_duration(train.time_budget)}{cap}, then tests and exports" if train.time_budget
+              else f"trains {train.train_steps:,} steps at learning rate {_rate(train.learning_rate)}")
     other = (f"--recipe {CPU_DEFAULT_RECIPE} for {format_duration(RECIPES[CPU_DEFAULT_RECIPE]['*']['time_budget'])} "
              "on a CPU" if train.recipe == "paper" else
              f"--recipe paper for the paper's setup ({paper.train_steps:,} steps at learning rate "

@@ -119,7 +119,7 @@ def test_recommend_ignores_unknown_ids_with_a_warning_and_refuses_bad_histories(
         toy_run.recommend([[]])
     with pytest.raises(ValueError, match="for one history pass \\[history\\]"):
         toy_run.recommend(["sku-104", "sku-221"])
-    with pytest.raises(ValueError, match="k must be between 1 and 10"):
+    with pytest.raises(ValueError, match="k must be a whole number between 1 and 10"):
         toy_run.recommend([["sku-104"]], k=11)
 
 

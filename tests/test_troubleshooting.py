@@ -137,6 +137,7 @@ def trigger_messages(tmp: Path) -> dict[str, str]:
     messages["popularity, 3 negatives"] = pop_warning({"step": 20, "pop/NDCG@10": 0.5655},
                                                       {"pop": {"NDCG@10": 0.5308}}, num_negatives=3)
     messages["short warm-up"] = warmup_warning(20, 500, 1800.0)
+    messages["short warm-up, step cap"] = warmup_warning(20, 500, 1800.0, cap=20)
     messages["unread setting"] = printed_error(lambda: cli.experiment_config("beauty", ["l2=0.01"], None, "bert4rec"))
     return messages
 

@@ -19,6 +19,7 @@ naming the damaged file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import functools
@@ -28,6 +29,7 @@ import logging
 import os
 import shutil
 import time
+from typing import Iterator
 
 import numpy as np
 
@@ -164,20 +166,27 @@ def prepare(config: DataConfig, data_dir: str | None = None, source_file: str | 
     """
     get_spec(config.dataset)
     data_dir = data_dir or default_data_dir()
+    with data_folder_lock(data_dir):
+        prepared = _prepare_locked(config, data_dir, source_file, workers, progress)
+    warning = trivial_protocols_warning(config.num_negatives, prepared.num_items)
+    if warning:
+        logger.warning(warning)
+    return prepared
+
+
+@contextlib.contextmanager
+def data_folder_lock(data_dir: str) -> Iterator[None]:
+    """Holds `data_dir` (creating it) for one preparation at a time (the workers of a multi-worker run,
+    two runs started together): a later one waits, then reuses what the first prepared. Whatever
+    build a holder finds unfinished there was abandoned by a killed process."""
     os.makedirs(data_dir, exist_ok=True)
-    # One preparation at a time per data folder (the workers of a multi-worker run, two runs started
-    # together): the later one waits, then reuses the prepared data.
     with open(os.path.join(data_dir, ".prepare.lock"), "a+b") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             logger.info("waiting for another process preparing data in %s", data_dir)
             fcntl.flock(lock, fcntl.LOCK_EX)
-        prepared = _prepare_locked(config, data_dir, source_file, workers, progress)
-    warning = trivial_protocols_warning(config.num_negatives, prepared.num_items)
-    if warning:
-        logger.warning(warning)
-    return prepared
+        yield
 
 
 def check_usable(sequences: UserSequences, config: DataConfig) -> None:

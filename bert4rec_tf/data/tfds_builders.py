@@ -169,7 +169,8 @@ def source_config(source_file: str | None, encoding: str = "utf-8", fmt: str | N
 def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: str | None = None,
                         encoding: str = "utf-8", check: Callable[[UserSequences], None] | None = None,
                         ) -> tuple[UserSequences, tfds.core.DatasetBuilder]:
-    """Builds data set `dataset` with its TFDS builder (once) and returns its user sequences.
+    """Builds data set `dataset` with its TFDS builder (once) and returns its user sequences. The
+    caller holds `data_dir` (`prepare.data_folder_lock`).
 
     An earlier build that cannot be read back is removed and built again, with a warning naming its
     folder. A build that fails (bad input, `check`'s refusal, Ctrl-C) leaves nothing behind: the
@@ -197,6 +198,7 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
     config = source_config(source_file, encoding, spec.source_format) if source_file is not None or encoding != "utf-8" else None
     config_folder = os.path.join(data_dir, "tfds", builder_class.name, config.name if config else "official")
     folder = os.path.join(config_folder, str(builder_class.VERSION))
+    _remove_abandoned_builds(config_folder)
     existed = os.path.isdir(folder)
     # What download_and_prepare creates besides the build, parents first: the folders of the build,
     # the builder's default-config record, the download folders.
@@ -217,6 +219,17 @@ def load_user_sequences(dataset: str, data_dir: str | os.PathLike, source_file: 
             shutil.rmtree(folder)
         builder = _prepared_builder(builder_class, data_dir, dataset, source_file, encoding, config, check)
         return sequences_from_builder(builder), builder
+
+
+def _remove_abandoned_builds(config_folder: str) -> None:
+    """Removes the unfinished builds (TFDS's ``incomplete.*`` folders) in `config_folder`: the caller
+    holds the data folder (`prepare.data_folder_lock`), so they were left by a killed process."""
+    if not os.path.isdir(config_folder):
+        return
+    for name in sorted(os.listdir(config_folder)):
+        if name.startswith("incomplete."):
+            logger.info("removing %s, an unfinished build a killed process left", os.path.join(config_folder, name))
+            shutil.rmtree(os.path.join(config_folder, name), ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -42,7 +42,6 @@ from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.experiments.scheduler import PACKAGE_ROOT, TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
 from bert4rec_tf.files import atomic_path, read_json, write_json_atomic
 from bert4rec_tf.tasks import recipe_overrides
-from bert4rec_tf.training.run_folder import RunFolder
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -414,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
         return None if args.allow_slower_cores else slower_cores(speed, compared_speeds(args, reported))
 
     def prepare(run, cores: list[int] | None, speed: dict | None) -> list[str]:
+        from bert4rec_tf.training.run_folder import RunFolder  # it loads TensorFlow: only once a run starts
+
         holder = RunFolder(os.path.join(args.out, "runs", run.name)).holder()
         if holder:
             raise ValueError(f"{os.path.join(args.out, 'runs', run.name)} is in use by {holder}: wait for it to end, "

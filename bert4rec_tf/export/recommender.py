@@ -7,6 +7,7 @@ the SavedModel's `serving_default` signature (see `bert4rec_tf.export.saved_mode
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Sequence
 
@@ -33,8 +34,8 @@ def load_serving(export_dir: str):
         return tf.saved_model.load(export_dir).signatures["serving_default"]
     except (IndexError, KeyError, ValueError, OSError, tf.errors.OpError) as error:
         detail = " ".join(str(error).split())[:200] or type(error).__name__
-        raise ValueError(f"{export_dir}: the SavedModel is damaged ({detail}); run the training command again "
-                         "in a new --model_dir to export it anew") from None
+        raise ValueError(f"{export_dir}: the SavedModel is damaged ({detail}); the same train command in its run "
+                         "folder exports it again from the run's checkpoint") from None
 
 
 class Recommender:
@@ -133,11 +134,12 @@ class Recommender:
             items of the catalogue are unseen.
 
         Raises:
-            ValueError: for a `k` out of range, histories given as strings (`check_histories`), or
+            ValueError: for a `k` that is not a whole number from 1 to `TOP_K`, histories given as strings (`check_histories`), or
                 users missing, extra or unknown (`check_users`).
         """
-        if not 1 <= k <= TOP_K:
-            raise ValueError(f"k must be between 1 and {TOP_K} (the export serves the top {TOP_K}), got {k}")
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= TOP_K:
+            raise ValueError(f"k must be a whole number between 1 and {TOP_K} (the export serves the top {TOP_K}), "
+                             f"got {k!r}")
         check_histories(histories)
         self.check_users(users, len(histories))
         if not histories:

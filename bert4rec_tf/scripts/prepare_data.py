@@ -25,8 +25,9 @@ def _run() -> None:
     if FLAGS.stats:
         from bert4rec_tf.data.tfds_builders import load_user_sequences
 
-        sequences, builder = load_user_sequences(config.data.dataset, data_dir, FLAGS.source_file,
-                                                 config.data.encoding)
+        with prepare_lib.data_folder_lock(data_dir):
+            sequences, builder = load_user_sequences(config.data.dataset, data_dir, FLAGS.source_file,
+                                                     config.data.encoding)
         cli.print_stats(config.data.dataset, sequences.stats(), dict(builder.info.metadata or {}))
         print(f"per-user data (TFDS): {builder.data_dir}")
         return

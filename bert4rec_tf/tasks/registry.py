@@ -104,13 +104,15 @@ def validate(config: ExperimentConfig) -> None:
     get_task(config.model.name).validate(config)
 
 
-def refuse_unread_settings(config: ExperimentConfig, given: dict[str, str]) -> None:
+def refuse_unread_settings(config: ExperimentConfig, given: dict[str, str], model: str | None = None) -> None:
     """Refuses a setting given on the command line that the run's family does not read: it would be
     recorded in the run's configuration as if it had shaped the model (`--config l2=0.01` on BERT4Rec).
 
     Args:
         config: the run's configuration, every override applied.
         given: `section.field` -> the override as the command line gave it (`key=value`).
+        model: the `--model` the command named (a preset such as "bert4rec_1mask"), for the message;
+            None: the family's name.
 
     Raises:
         ValueError: one line naming the key, the family and the families that do read it.
@@ -124,7 +126,8 @@ def refuse_unread_settings(config: ExperimentConfig, given: dict[str, str]) -> N
                 if losses:
                     readers.append(other.name if len(losses) == len(other.losses)
                                    else f"{other.name} with --loss {' or '.join(losses)}")
-            raise ValueError(f"the setting {key} has no effect on {task.name} with --loss {config.model.loss}: "
+            named = task.name if model in (None, task.name) else f"{model} (a {task.name} model)"
+            raise ValueError(f"the setting {key} has no effect on {named} with --loss {config.model.loss}: "
                              f"{field} is read only by {', '.join(readers) or 'no family'}")
 
 

@@ -44,15 +44,18 @@ def budget_plan(done: int, elapsed: float, budget: float, cap: int, every: int, 
     return min(every, total - done), total
 
 
-def warmup_warning(total: int, warmup_steps: int, budget: float) -> str | None:
-    """The warning for a time budget that affords fewer steps than the warm-up, else None.
+def warmup_warning(total: int, warmup_steps: int, budget: float, cap: int | None = None) -> str | None:
+    """The warning for a time-budgeted run of fewer steps than the warm-up, else None: `total` steps,
+    which the budget affords, or the step cap `cap` (`--train_steps`) when it is what limits them.
 
     Such a run ends during the warm-up, with the rate rising, not at 0.
     """
     if total >= warmup_steps:
         return None
-    return (f"warning: the {budget:g} s budget affords about {total} steps, fewer than the {warmup_steps} warm-up "
-            f"steps: training ends during the warm-up, with the rate not at 0 (lower --config train.warmup_steps)")
+    limit = (f"--train_steps {cap} is" if cap is not None and total >= cap else
+             f"the {budget:g} s budget affords about {total} steps,")
+    return (f"warning: {limit} fewer than the {warmup_steps} warm-up steps: training ends during the warm-up, "
+            "with the rate not at 0 (lower --config train.warmup_steps)")
 
 
 def finished(state: dict, train: TrainConfig, stopped_early: bool) -> str | None:
@@ -108,7 +111,7 @@ def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainCo
         # steps, and `total` is the steps done): also inside the first interval, before the pace was
         # measured (a budget shorter than start-up, a few steps and a validation).
         warning = None if warned or (steps and pace.pace is None) else warmup_warning(
-            total, train.warmup_steps, train.time_budget)
+            total, train.warmup_steps, train.time_budget, train.train_steps)
         if warning:
             print(warning, file=sys.stderr)
             warned = True

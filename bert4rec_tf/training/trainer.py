@@ -86,6 +86,25 @@ def load_checkpoint(model: keras.Model, path: str) -> None:
                          f"({' '.join(str(error).split())[:200]}); use a new --model_dir") from None
 
 
+def load_resume_point(model: keras.Model, run: RunFolder, state: dict) -> None:
+    """Loads the weights of the resume point `state`: its latest checkpoint, or, when that file is
+    damaged and the best checkpoint is of the same step (the same weights and optimizer state), the
+    best one, with a note.
+
+    Raises:
+        ValueError: naming the latest checkpoint when it is damaged and no checkpoint of its step is
+            intact.
+    """
+    try:
+        load_checkpoint(model, run.checkpoint(state["latest_weights"]))
+    except ValueError:
+        if state["best_step"] != state["step"] or not state["best_weights"]:
+            raise
+        load_checkpoint(model, run.checkpoint(state["best_weights"]))
+        print(f"note: {run.checkpoint(state['latest_weights'])} is damaged; resuming from "
+              f"{run.checkpoint(state['best_weights'])}, the checkpoint of the same step", file=sys.stderr)
+
+
 def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str | None = None,
                        source_file: str | None = None, strategy: str = "default", eval_every: int = 1000,
                        patience: int | None = None, verbose: int = 1) -> dict:
@@ -153,7 +172,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
         model, task = trainee.model, trainee.task
         if state["step"]:
             model.optimizer.build(model.trainable_variables)
-            load_checkpoint(model, run.checkpoint(state["latest_weights"]))
+            load_resume_point(model, run, state)
             for generator, value in zip(seed_generators(model), state["seed_states"], strict=True):
                 generator.state.assign(np.asarray(value, dtype=generator.state.dtype))
     run.record(config, prepared)
@@ -276,11 +295,15 @@ def load_finished_run(model_dir: str) -> tuple[keras.Model, PreparedData, Experi
                                 "train.py again to rebuild it")
     config = run.config()
     register_keras_objects()  # the package's model classes (each Task imports its own only when building)
+    again = "; the same train command in this folder tests and exports the run again from its checkpoint"
+    if not zipfile.is_zipfile(run.path("model.keras")):  # Keras would call a truncated file "not found"
+        raise ValueError(f"{run.path('model.keras')}: the saved model is damaged: not a complete .keras (zip) "
+                         f"file, truncated or altered{again}")
     try:
         model = keras.saving.load_model(run.path("model.keras"), safe_mode=True)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         raise ValueError(f"{run.path('model.keras')}: the saved model is damaged or not this package's "
-                         f"({' '.join(str(error).split())[:200]})") from None
+                         f"({' '.join(str(error).split())[:200]}){again}") from None
     return model, prepared, config
 
 

@@ -174,3 +174,13 @@ def test_a_file_size_limit_is_one_line_and_the_same_command_then_prepares_the_sa
                            timeout=600)
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert prepared_files(data_dir) == prepared_files(str(tmp_path / "whole"))
+
+
+def test_an_unfinished_build_a_killed_process_left_is_removed_by_the_next(tmp_path):
+    source = write_pairs(str(tmp_path / "toy.txt"), toy_sequences())
+    config_folder = tmp_path / "data" / "tfds" / "bert4rec_beauty" / source_config(source).name
+    abandoned = config_folder / "incomplete.K1LLED_2.0.0"
+    abandoned.mkdir(parents=True)
+    (abandoned / "bert4rec_beauty-train.tfrecord-00000-of-00001").write_bytes(b"half")
+    load_user_sequences("beauty", str(tmp_path / "data"), source)
+    assert sorted(os.listdir(config_folder)) == ["2.0.0"]

@@ -49,8 +49,11 @@ def test_unknown_ids_are_listed_once_and_a_history_without_known_ids_is_refused(
 
 
 @pytest.mark.parametrize("histories, k, message", [
-    ([["i1"]], 0, "k must be between 1 and 10"),
-    ([["i1"]], 11, "k must be between 1 and 10"),
+    ([["i1"]], 0, "k must be a whole number between 1 and 10"),
+    ([["i1"]], 11, "k must be a whole number between 1 and 10"),
+    ([["i1"]], 2.5, r"k must be a whole number between 1 and 10 \(the export serves the top 10\), got 2.5"),
+    ([["i1"]], "3", "k must be a whole number between 1 and 10"),
+    ([["i1"]], True, "k must be a whole number between 1 and 10"),
     (["i1 i2"], 10, "for one history pass \\[history\\]"),
     ("i1 i2", 10, "for one history pass \\[history\\]"),
 ])
@@ -73,4 +76,5 @@ def test_a_damaged_saved_model_is_named_damaged(tiny_run, tmp_path):
             handle.truncate(os.path.getsize(path) // 3)
     with pytest.raises(ValueError, match=f"^{copy}: the SavedModel is damaged") as damaged:
         Recommender(copy).recommend([["i1"]])
-    assert "\n" not in str(damaged.value)
+    assert "\n" not in str(damaged.value) and str(damaged.value).endswith(
+        "the same train command in its run folder exports it again from the run's checkpoint")

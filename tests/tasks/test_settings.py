@@ -31,10 +31,13 @@ from tests.tasks.harness import CASES, tiny
     ("sasrec", "sampled_negatives=100", "bce"),
     ("gru4rec_plus", "bpr_max_reg=2", "top1_max"),
     ("bpr_mf", "dynamic_masking=true", None),
+    ("bert4rec_1mask", "l2=0.01", None),
 ])
 def test_a_setting_the_family_does_not_read_is_refused(model, setting, loss):
     overrides = [setting] + ([f"loss={loss}"] if loss else [])
-    with pytest.raises(ValueError, match=rf"^the setting {setting} has no effect on {task_of_preset(model).name}"):
+    family = task_of_preset(model).name
+    named = model if model == family else rf"{model} \(a {family} model\)"  # the --model the command named
+    with pytest.raises(ValueError, match=rf"^the setting {setting} has no effect on {named} with --loss"):
         cli.experiment_config("ml-1m", overrides, model=model)
 
 

@@ -161,12 +161,38 @@ def test_damaged_run_files_are_named_and_results_kept(sources, good_run, tmp_pat
     copy = str(tmp_path / "copy")
     shutil.copytree(model_dir, copy)
     path = os.path.join(copy, name) if "." in name else latest_weights(copy)
-    with open(path, "rb+") as handle:
-        handle.truncate(os.path.getsize(path) // 2)
+    state = strict_json(os.path.join(copy, "checkpoints", "state.json"))
+    # A damaged latest checkpoint with an intact best one of its step resumes (the next test): both damaged here.
+    damaged = [path] + ([os.path.join(copy, "checkpoints", state["best_weights"])]
+                        if name == "latest_weights" and state["best_step"] == state["step"] else [])
+    for file in damaged:
+        with open(file, "rb+") as handle:
+            handle.truncate(os.path.getsize(file) // 2)
     before = digests(copy)
     line = one_error_line(train(sources[0], data_dir, copy, steps=20))
     assert path in line and needle in line
     assert digests(copy) == before
+
+
+def test_a_damaged_latest_checkpoint_resumes_from_the_best_one_of_its_step(sources, good_run, tmp_path):
+    data_dir, model_dir = good_run
+    copies = {kind: str(tmp_path / kind) for kind in ("intact", "damaged")}
+    for copy in copies.values():
+        shutil.copytree(model_dir, copy)
+        state_path = os.path.join(copy, "checkpoints", "state.json")
+        state = strict_json(state_path)
+        if state["best_step"] != state["step"]:  # make the best checkpoint the latest one's twin
+            best = f"best-{state['step']:09d}.weights.h5"
+            shutil.copyfile(latest_weights(copy), os.path.join(copy, "checkpoints", best))
+            write_json_atomic(state_path, {**state, "best_step": state["step"], "best_weights": best})
+    latest = latest_weights(copies["damaged"])
+    with open(latest, "rb+") as handle:
+        handle.truncate(os.path.getsize(latest) // 2)
+    resumed = {kind: train(sources[0], data_dir, copy, steps=20) for kind, copy in copies.items()}
+    assert all(result.returncode == 0 for result in resumed.values()), resumed["damaged"].stderr[-3000:]
+    assert f"note: {latest} is damaged; resuming from " in resumed["damaged"].stderr
+    results = [strict_json(os.path.join(copy, "results.json"))["test"] for copy in copies.values()]
+    assert results[0] == results[1]
 
 
 @pytest.mark.parametrize("source, steps, extra, needle", [

@@ -259,8 +259,11 @@ def test_a_damaged_model_file_is_named_damaged(whole, tmp_path):
     shutil.copytree(whole[1], copy)
     with open(os.path.join(copy, "model.keras"), "rb+") as handle:
         handle.truncate(os.path.getsize(os.path.join(copy, "model.keras")) // 2)
-    with pytest.raises(ValueError, match=f"^{copy}/model.keras: the saved model is damaged"):
+    with pytest.raises(ValueError, match=f"^{copy}/model.keras: the saved model is damaged: not a complete .keras "
+                                         "\\(zip\\) file, truncated or altered; the same train command in this folder "
+                                         "tests and exports the run again") as refused:
         trainer.load_finished_run(copy)
+    assert "not found" not in str(refused.value)
 
 
 def test_a_run_folder_that_will_refuse_refuses_before_preparing_data(source, whole, tmp_path):

@@ -172,6 +172,9 @@ def test_warmup_warning_only_when_the_budget_ends_inside_the_warmup():
     message = warmup_warning(300, 500, 120.0)
     assert message.startswith("warning: the 120 s budget affords about 300 steps, fewer than the 500 warm-up steps")
     assert "\n" not in message and "train.warmup_steps" in message
+    assert warmup_warning(300, 500, 1800.0, cap=10**9).startswith("warning: the 1800 s budget affords about 300")
+    assert warmup_warning(30, 500, 1800.0, cap=30).startswith(  # the step cap ends the run, not the budget
+        "warning: --train_steps 30 is fewer than the 500 warm-up steps: training ends during the warm-up")
 
 
 @pytest.mark.slow
