@@ -88,7 +88,10 @@ def weights_tested(model_dir: str) -> str:
     from bert4rec_tf.files import read_json
     from bert4rec_tf.training.run_folder import RunFolder
 
-    record = read_json(RunFolder(model_dir).path("results.json"))
+    path = RunFolder(model_dir).path("results.json")
+    if not os.path.isfile(path):  # a non-chief worker of a multi-worker run, which tested its own copy
+        return "this worker's copy of the run; the chief worker writes its results.json"
+    record = read_json(path)
     if record.get("best_step") is not None:
         return f"best validation checkpoint, step {record['best_step']:,}"
     if record.get("steps"):
