@@ -211,8 +211,9 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
         options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
 
         def fit(count: int, steps: int) -> None:
+            # The stream is shuffled, seeded, as it is built; Keras cannot shuffle a tf.data stream.
             model.fit(trainee.stream(state["instances"]).with_options(options), epochs=count, steps_per_epoch=steps,
-                      callbacks=callbacks, verbose=verbose)
+                      callbacks=callbacks, verbose=verbose, shuffle=False)
 
         spent = state.get("budget_spent", False)
         train_intervals(fit, state, config.train, eval_every, pace, clock, trainee.schedule.set_total_steps,
