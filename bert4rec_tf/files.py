@@ -19,6 +19,15 @@ from typing import Any, Iterator
 logger = logging.getLogger(__name__)
 
 TEMPORARY_PREFIX = ".tmp-"
+# The folder that holds the package: a checkout's root (beside setup.cfg), or site-packages.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def package_environment() -> dict[str, str]:
+    """This process's environment with `PACKAGE_PARENT` first on PYTHONPATH, so that a child process
+    (a run, a stage) imports this same package."""
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": PACKAGE_PARENT + (os.pathsep + path if path else "")}
 
 
 def _finite_or_null(value: Any) -> Any:

@@ -33,7 +33,6 @@ from typing import Iterator
 
 import numpy as np
 
-import bert4rec_tf
 from bert4rec_tf.config import DataConfig
 from bert4rec_tf.constants import PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data import download as download_lib
@@ -47,7 +46,7 @@ from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.readers import reading_rules, require_file
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.data.split import training_sequences
-from bert4rec_tf.files import atomic_path, remove_abandoned, write_json_atomic
+from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, remove_abandoned, write_json_atomic
 
 logger = logging.getLogger("bert4rec_tf")
 METADATA = "metadata.json"
@@ -58,9 +57,8 @@ def default_data_dir() -> str:
     """`$BERT4REC_TF_DATA_DIR`, else the checkout's ``datasets/`` folder, else ``~/.cache/bert4rec_tf``."""
     if os.environ.get("BERT4REC_TF_DATA_DIR"):
         return os.environ["BERT4REC_TF_DATA_DIR"]
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(bert4rec_tf.__file__)))
-    if os.path.isfile(os.path.join(checkout, "setup.cfg")):
-        return os.path.join(checkout, "datasets")
+    if os.path.isfile(os.path.join(PACKAGE_PARENT, "setup.cfg")):
+        return os.path.join(PACKAGE_PARENT, "datasets")
     return os.path.join(os.path.expanduser("~"), ".cache", "bert4rec_tf")
 
 

@@ -131,10 +131,6 @@ for _dataset, _lengths in TABLE4.items():
         PUBLISHED[(_dataset, f"max-len-{_n}")] = ("pop", {"HR@10": _hr, "NDCG@10": _ndcg}, _LENGTH)
 # The mask proportion rho that the BERT4Rec paper found best (Figure 4; a figure without a table).
 PAPER_BEST_MASK_PROPORTION = {"ml-1m": 0.2, "ml-20m": 0.2, "beauty": 0.6, "steam": 0.4}
-# The paper's training speed on a GTX 1080 Ti (samples/s), Table 4.
-PAPER_SAMPLES_PER_SECOND = {("beauty", 10): 5504, ("beauty", 20): 3256, ("beauty", 30): 2284, ("beauty", 40): 1776,
-                            ("beauty", 50): 1441, ("ml-1m", 10): 14255, ("ml-1m", 50): 8890, ("ml-1m", 100): 5711,
-                            ("ml-1m", 200): 2918, ("ml-1m", 400): 1213}
 
 
 # What the BERT4Rec paper says of the sweeps it shows only as figures (SPEC.md).

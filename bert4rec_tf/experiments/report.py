@@ -21,7 +21,7 @@ from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS, SELECTION_METRIC,
 from bert4rec_tf.experiments.plans import SWEEPS, Run
 from bert4rec_tf.experiments.published import (PAPER_SWEEP_SHAPES, PUBLISHED, PUBLISHED_FULL, TABLE2, TABLE2_METRICS,
                                                 TABLE2_ORDERINGS, TABLE2_SETTINGS, TABLE2_SOURCE, paper_best_value)
-from bert4rec_tf.files import write_text_atomic
+from bert4rec_tf.files import PACKAGE_PARENT, write_text_atomic
 
 # The metrics the report lists per protocol (its columns).
 PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR"),
@@ -346,7 +346,6 @@ _VALUE_FLAGS = ("--datasets", "--budget", "--train_steps", "--recipe", "--out", 
 # Flags a report leaves out of the commands it lists: where the data cache was and when a command had
 # to stop change no result.
 _LOCAL_ONLY = ("--data_dir", "--deadline")
-_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _in_checkout(path: str, roots: list[str]) -> str | None:
@@ -372,7 +371,7 @@ def portable_command(command: str, experiment: str, roots: tuple[str, ...] = ())
         words = shlex.split(command)
     except ValueError:
         return command
-    roots = [*roots, _CHECKOUT]
+    roots = [*roots, PACKAGE_PARENT]
     for index, word in enumerate(words):
         value = word.split("=", 1)[1] if word.startswith("--results_dir=") else (
             words[index + 1] if word == "--results_dir" and index + 1 < len(words) else None)

@@ -39,8 +39,8 @@ from bert4rec_tf.experiments.plans import (EXPERIMENTS, RENAMED, SWEEPS, derived
 from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
                                              settings_changes, stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
-from bert4rec_tf.experiments.scheduler import PACKAGE_ROOT, TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
-from bert4rec_tf.files import atomic_path, read_json, write_json_atomic
+from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
+from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
 from bert4rec_tf.tasks import recipe_overrides
 
 
@@ -162,7 +162,7 @@ def _start_provenance(model_dir: str, command: str, cores: list[int] | None, set
     """Notes which commit and machine (and how many cores) train the run, with which settings and how
     fast its cores were (`machine_speed`; one measurement per start), the commit and machine joined
     when a resume changes them."""
-    now = {**provenance(command, PACKAGE_ROOT, len(cores) if cores else None), "settings": settings,
+    now = {**provenance(command, PACKAGE_PARENT, len(cores) if cores else None), "settings": settings,
            "speed": [speed] if speed else []}
     path = _provenance_file(model_dir)
     if os.path.isfile(path):
@@ -193,7 +193,7 @@ def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], com
         record = read_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
         if run_status(model_dir) == "finished" and record is None:
             origin = (read_json(_provenance_file(model_dir), "run provenance")
-                      if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_ROOT))
+                      if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_PARENT))
             if origin.pop("settings", settings) != settings or _folder_changed(model_dir, settings):
                 continue  # other settings, or a configuration since changed: not a result of this command
             record = make_record(model_dir, run, args.experiment, settings, origin)

@@ -21,22 +21,15 @@ import sys
 import time
 from typing import Callable
 
-import bert4rec_tf
 from bert4rec_tf import cli
 from bert4rec_tf.experiments.plans import Run
+from bert4rec_tf.files import package_environment
 
 # Each run is `bert4rec-train` run as a module by this Python, with this package first on its path.
 TRAIN = [sys.executable, "-m", "bert4rec_tf.scripts.train"]
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(bert4rec_tf.__file__)))
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
-
-
-def train_environment() -> dict[str, str]:
-    """This process's environment with the package's folder first on PYTHONPATH."""
-    path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": PACKAGE_ROOT + (os.pathsep + path if path else "")}
 
 
 def time_left(spent: list[float], budget: float, runs: int, jobs: int, elapsed: tuple[float, ...] = ()) -> float | None:
@@ -122,7 +115,7 @@ def machine_speed(pin=None) -> dict | None:
     run is never held up by its calibration)."""
     try:
         result = subprocess.run([sys.executable, "-m", "bert4rec_tf.experiments.calibration"], capture_output=True,
-                                text=True, timeout=600, env=train_environment(),
+                                text=True, timeout=600, env=package_environment(),
                                 preexec_fn=functools.partial(child_setup, os.getpid(), pin))
         if result.returncode == 0:
             return json.loads(result.stdout.strip().splitlines()[-1])
@@ -225,7 +218,7 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
                 continue
             path = os.path.join(out, f"{run.name}.log")
             log = open(path, "a", encoding="utf-8")
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=train_environment(),
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=package_environment(),
                                        preexec_fn=functools.partial(child_setup, os.getpid(), pin))
             running[process] = (run, time.monotonic(), slot, log, os.path.getsize(path))
         done = next((process for process in running if process.poll() is not None), None)

@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from bert4rec_tf import cli
-from bert4rec_tf.files import atomic_path, write_json_atomic
+from bert4rec_tf.files import atomic_path, package_environment, write_json_atomic
 from bert4rec_tf.scripts.scale_check import tailed_lengths
 
 FOLLOW = 0.6  # the chance that the next item follows the previous one
@@ -111,12 +111,9 @@ def run_stage(name: str, arguments: list[str], log_path: str) -> dict:
     """Runs one command in a new process, its output into `log_path`; returns its wall time (s), peak
     resident memory (GB) and exit status, printed as one line."""
     start = time.perf_counter()
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
-                                                                            os.environ.get("PYTHONPATH")]))}
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen([sys.executable, *arguments], stdout=log, stderr=subprocess.STDOUT,
-                                   env=environment)
+                                   env=package_environment())
         _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - start
