@@ -100,6 +100,21 @@ def argument_parser(doc: str) -> argparse.ArgumentParser:
 OVERRIDE_FLAGS = ("train_steps", "batch_size", "learning_rate", "max_len", "hidden_size", "loss")
 
 
+def flag_overrides(config: list[str], values: dict[str, object]) -> list[str]:
+    """The configuration overrides of a train.py command, in the order train.py applies them: its
+    `--config` ones, then those of the `OVERRIDE_FLAGS` given in `values` ({flag name: value, None
+    for not given}), then `--time_budget`'s, in seconds.
+
+    Raises:
+        ValueError: for a `--time_budget` that is not a duration.
+    """
+    overrides = list(config)
+    overrides += [f"{name}={values[name]}" for name in OVERRIDE_FLAGS if values.get(name) is not None]
+    if values.get("time_budget") is not None:
+        overrides.append(f"time_budget={parse_duration(str(values['time_budget']))}")
+    return overrides
+
+
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
                       model: str = "bert4rec", recipe: str | None = None,
                       encoding: str | None = None) -> ExperimentConfig:

@@ -221,22 +221,21 @@ def resolved_settings(settings: list[str], strict: bool = False) -> dict | None:
 
     if len(settings) % 2:
         return None
-    flags, overrides = {}, []
+    flags, config_overrides, values = {}, [], {}
     for flag, value in zip(settings[0::2], settings[1::2]):
         if flag == "--config":
-            overrides.append(value)
-        elif flag[2:] in cli.OVERRIDE_FLAGS:
-            overrides.append(f"{flag[2:]}={value}")
-        elif flag == "--time_budget":
-            try:
-                overrides.append(f"time_budget={cli.parse_duration(value)}")
-            except ValueError:
-                return None
+            config_overrides.append(value)
+        elif flag[2:] in (*cli.OVERRIDE_FLAGS, "time_budget"):
+            values[flag[2:]] = value  # the last one given counts, as on train.py's command line
         elif flag in _RUN_FLAGS and flag not in flags:
             flags[flag] = value
         else:
             return None
     if "--dataset" not in flags:
+        return None
+    try:
+        overrides = cli.flag_overrides(config_overrides, values)
+    except ValueError:
         return None
     seed = flags.get("--seed")
     try:

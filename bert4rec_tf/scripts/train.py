@@ -49,12 +49,8 @@ FLAGS = flags.FLAGS
 
 
 def _run() -> None:
-    overrides = list(FLAGS.config)
-    for name in cli.OVERRIDE_FLAGS:
-        if getattr(FLAGS, name) is not None:
-            overrides.append(f"{name}={getattr(FLAGS, name)}")
-    if FLAGS.time_budget is not None:
-        overrides.append(f"time_budget={cli.parse_duration(FLAGS.time_budget)}")
+    overrides = cli.flag_overrides(FLAGS.config, {name: getattr(FLAGS, name)
+                                                  for name in (*cli.OVERRIDE_FLAGS, "time_budget")})
     model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset if FLAGS.model == "bert4rec"
                                                 else f"{FLAGS.dataset}-{FLAGS.model}")
     recipe, reason = (FLAGS.recipe, "given") if FLAGS.recipe else cli.default_recipe(FLAGS.dataset, FLAGS.model,
