@@ -6,8 +6,8 @@ From Python, `from bert4rec_tf import api` trains, evaluates and recommends as t
 Importing the package itself loads no TensorFlow, so the command-line tools parse their flags and
 print `--help` at once. The Keras classes are registered when `bert4rec_tf.models` (layers and
 models) and `bert4rec_tf.training.optimization` (optimizer and schedule) are imported;
-`register_keras_objects()` imports both, after which `keras.saving.load_model(path, safe_mode=True)`
-reads a saved `model.keras`.
+`bert4rec_tf.training.registration.register_keras_objects()` imports both, after which
+`keras.saving.load_model(path, safe_mode=True)` reads a saved `model.keras`.
 """
 
 __version__ = "0.1.0"
@@ -20,22 +20,3 @@ import os as _os
 # TF_ENABLE_ONEDNN_OPTS=0 in the environment still turns them off.
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-
-def register_keras_objects() -> None:
-    """Registers the package's Keras classes (imports TensorFlow).
-
-    Example:
-        >>> import bert4rec_tf, keras
-        >>> bert4rec_tf.register_keras_objects()
-        >>> model = keras.saving.load_model("runs/ml-1m/model.keras", safe_mode=True)
-    """
-    import importlib
-    import pkgutil
-
-    from bert4rec_tf import layers, models
-    from bert4rec_tf.training import optimization  # noqa: F401  (the optimizer and its schedule)
-
-    # Every module of the layers and the models, those of the families imported only by their Task too.
-    for package in (layers, models):
-        for module in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{package.__name__}.{module.name}")

@@ -20,26 +20,81 @@ from bert4rec_tf.config import RECIPES, ExperimentConfig
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
-from bert4rec_tf.tasks import preset, preset_names, recipe_overrides, refuse_unread_settings, validate
+from bert4rec_tf.tasks import TASKS, preset, preset_names, recipe_overrides, refuse_unread_settings, validate
 
-flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.")
+def define_common_flags(values: flags.FlagValues = flags.FLAGS) -> None:
+    """The flag every absl command has: --debug."""
+    flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.", flag_values=values)
 
 
-def define_data_flags() -> None:
+define_common_flags()
+
+
+def define_data_flags(values: flags.FlagValues = flags.FLAGS) -> None:
     """The flags every data-reading command shares: data set, cache, source file, seed, overrides."""
-    flags.DEFINE_string("dataset", None, f"Data set: {', '.join(DATASETS)}.")
-    flags.DEFINE_string("model", "bert4rec", f"Model preset: {', '.join(preset_names())}.")
+    flags.DEFINE_string("dataset", None, f"Data set: {', '.join(DATASETS)}.", flag_values=values)
+    flags.DEFINE_string("model", "bert4rec", f"Model preset: {', '.join(preset_names())}.", flag_values=values)
     flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
                         "(default: $BERT4REC_TF_DATA_DIR, else the checkout's datasets/, else "
-                        "~/.cache/bert4rec_tf).")
-    flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.")
-    flags.DEFINE_integer("seed", None, "Seed of every random choice (default: the preset's).")
+                        "~/.cache/bert4rec_tf).", flag_values=values)
+    flags.DEFINE_string("source_file", None, "A local raw or preprocessed file to read instead of downloading.",
+                        flag_values=values)
+    flags.DEFINE_integer("seed", None, "Seed of every random choice (default: the preset's).", flag_values=values)
     flags.DEFINE_string("encoding", None, "Text encoding of --source_file (default utf-8, with or without "
                         "byte-order mark), e.g. latin-1 or cp1252. Bytes it cannot decode are an error naming the "
-                        "line and byte offset; they are never replaced.")
+                        "line and byte offset; they are never replaced.", flag_values=values)
     flags.DEFINE_multi_string("config", [], "Override a preset field, e.g. --config dupe_factor=5 "
-                              "--config model.num_layers=3.")
-    flags.mark_flag_as_required("dataset")
+                              "--config model.num_layers=3.", flag_values=values)
+    flags.mark_flag_as_required("dataset", flag_values=values)
+
+
+def define_train_flags(values: flags.FlagValues = flags.FLAGS) -> None:
+    """The flags of `bert4rec-train`: the data flags, then the run's folder, length, overrides and
+    strategy."""
+    define_data_flags(values)
+    flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>, or runs/<dataset>-<model> "
+                        "for another --model).", flag_values=values)
+    flags.DEFINE_integer("train_steps", None, "Override train.train_steps.", flag_values=values)
+    flags.DEFINE_integer("batch_size", None, "Override train.batch_size.", flag_values=values)
+    flags.DEFINE_float("learning_rate", None, "Override train.learning_rate.", flag_values=values)
+    flags.DEFINE_integer("max_len", None, "Override the sequence length (data and model).", flag_values=values)
+    flags.DEFINE_integer("hidden_size", None, "Override model.hidden_size.", flag_values=values)
+    flags.DEFINE_enum("loss", None, list(dict.fromkeys(loss for task in TASKS.values() for loss in task.losses)),
+                      "Override model.loss, among those of the --model (the first is its preset's): SASRec bce (the "
+                      "paper's, one negative per position) or ce (softmax over all items); GRU4Rec top1, bpr or ce; "
+                      "GRU4Rec+ bpr_max or top1_max; BPR-MF and FPMC bpr; NCF and Caser bce; the Cloze models ce.",
+                      flag_values=values)
+    flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time has passed (e.g. 2h, 30m, "
+                        "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.",
+                        flag_values=values)
+    flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings applied to the preset before the other flags: "
+                      "cpu-30m, cpu-1h and cpu-2h (a time budget with the batch, rate, masking, dropout, warm-up and "
+                      "length chosen for each data set and model), paper (the preset as it is). Default: the recipe "
+                      f"the run's config.json records when it resumes, else {GPU_DEFAULT_RECIPE} with a GPU and "
+                      f"{CPU_DEFAULT_RECIPE} without. See docs/training.md.", flag_values=values)
+    flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.", flag_values=values)
+    flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.",
+                         flag_values=values)
+    flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.",
+                      flag_values=values)
+    flags.DEFINE_integer("logical_cpus", None, "Split the CPU into this many logical devices (to try a strategy "
+                         "without GPUs).", flag_values=values)
+
+
+def check_train_flags(arguments: list[str]) -> None:
+    """Parses a train command's `arguments` as `bert4rec-train` would, without running it (nor
+    touching the process's own flags).
+
+    Raises:
+        ValueError: train.py's own message for a flag it does not have or a value it refuses.
+    """
+    values = flags.FlagValues()
+    define_common_flags(values)
+    define_train_flags(values)
+    try:
+        values(["train.py", *arguments])
+    except flags.Error as error:
+        raise ValueError(f"train.py refuses its flags: {error}") from None
 
 
 # absl's help flags, spelled as on the command line without dashes and value.

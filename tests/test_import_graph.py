@@ -175,3 +175,33 @@ def test_nothing_below_the_experiments_imports_them():
                    if not any(_within(name, top) for top in ABOVE_EXPERIMENTS)
                    for target in targets if _within(target, EXPERIMENTS))
     assert not leaks, "; ".join(leaks)
+
+
+def documented_layers() -> list[list[str]]:
+    """The rows of docs/architecture.md's table of layers, top first, each the modules and packages it
+    names (`data/` is `bert4rec_tf.data`, `api.py` `bert4rec_tf.api`)."""
+    import re
+
+    text = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| ((?:`[^`|]+`(?:, )?)+) \|", section, flags=re.M)
+    return [[f"{PACKAGE}.{name.rstrip('/').removesuffix('.py')}" for name in re.findall(r"`([^`]+)`", row)]
+            for row in rows]
+
+
+def test_every_import_runs_up_the_documented_layers():
+    """A module imports only modules of its own row of the table or of the rows above it, wherever the
+    import is written; every module lies in a row, and the package's face imports nothing of it."""
+    layers = documented_layers()
+    assert layers[0][:2] == [f"{PACKAGE}.constants", f"{PACKAGE}.config"] and layers[-1] == [f"{PACKAGE}.scripts"]
+
+    def row(name: str) -> int | None:
+        return next((index for index, modules in enumerate(layers) if any(_within(name, m) for m in modules)), None)
+
+    _, anywhere = import_graphs()
+    assert not anywhere[PACKAGE], f"the package's face imports {sorted(anywhere[PACKAGE])}"
+    outside = sorted(name for name in anywhere if name != PACKAGE and row(name) is None)
+    assert not outside, f"modules in no row of docs/architecture.md: {outside}"
+    upward = sorted(f"{name} imports {target}" for name, targets in anywhere.items() if name != PACKAGE
+                    for target in targets if target != PACKAGE and row(target) > row(name))
+    assert not upward, "; ".join(upward)

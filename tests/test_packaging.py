@@ -67,8 +67,8 @@ def test_register_keras_objects_registers_every_models_classes():
 
     script = """
 import keras
-import bert4rec_tf
-bert4rec_tf.register_keras_objects()
+from bert4rec_tf.training.registration import register_keras_objects
+register_keras_objects()
 registered = set(keras.saving.get_custom_objects())
 from bert4rec_tf.tasks import TASKS
 from tests.models.test_relatives import build_model, config

@@ -23,7 +23,6 @@ it (a job's or a session's end): the runs left over train when the command is gi
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import shlex
 import shutil
@@ -101,23 +100,6 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> lis
     command += list(run.flags)
     extra = shlex.split(args.extra)
     return command + derived_flags(run, run_settings(command[len(TRAIN):]), extra) + extra
-
-
-def check_train_flags(arguments: list[str]) -> None:
-    """Parses a train command's `arguments` as train.py would, without running it.
-
-    Raises:
-        ValueError: train.py's own message for a flag it does not have or a value it refuses.
-    """
-    from absl import flags
-
-    import bert4rec_tf.scripts.train  # noqa: F401  (defines train.py's flags)
-
-    parser = copy.deepcopy(flags.FLAGS)
-    try:
-        parser(["train.py", *arguments])
-    except flags.Error as error:
-        raise ValueError(f"train.py refuses its flags: {error}") from None
 
 
 def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
@@ -320,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             _settings(run, args, sources)
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
             try:
-                check_train_flags(train_command(run, args, sources)[len(TRAIN):])
+                cli.check_train_flags(train_command(run, args, sources)[len(TRAIN):])
                 resolved_settings(_settings(run, args, sources), strict=True)
                 if get_spec(run.dataset).url is None and run.dataset not in sources:
                     raise ValueError(f"data set {run.dataset!r} has no download: give --source_file "

@@ -18,33 +18,8 @@ import os
 from absl import flags
 
 from bert4rec_tf import cli
-from bert4rec_tf.config import RECIPES
-from bert4rec_tf.tasks import TASKS
 
-cli.define_data_flags()
-flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>, or runs/<dataset>-<model> "
-                    "for another --model).")
-flags.DEFINE_integer("train_steps", None, "Override train.train_steps.")
-flags.DEFINE_integer("batch_size", None, "Override train.batch_size.")
-flags.DEFINE_float("learning_rate", None, "Override train.learning_rate.")
-flags.DEFINE_integer("max_len", None, "Override the sequence length (data and model).")
-flags.DEFINE_integer("hidden_size", None, "Override model.hidden_size.")
-flags.DEFINE_enum("loss", None, list(dict.fromkeys(loss for task in TASKS.values() for loss in task.losses)),
-                  "Override model.loss, among those of the --model (the first is its preset's): SASRec bce (the "
-                  "paper's, one negative per position) or ce (softmax over all items); GRU4Rec top1, bpr or ce; "
-                  "GRU4Rec+ bpr_max or top1_max; BPR-MF and FPMC bpr; NCF and Caser bce; the Cloze models ce.")
-flags.DEFINE_string("time_budget", None, "Train until this much wall-clock time has passed (e.g. 2h, 30m, "
-                    "1h30m), the learning rate decaying to 0 at the deadline; --train_steps then caps the steps.")
-flags.DEFINE_enum("recipe", None, list(RECIPES), "Settings applied to the preset before the other flags: "
-                  "cpu-30m, cpu-1h and cpu-2h (a time budget with the batch, rate, masking, dropout, warm-up and "
-                  f"length chosen for each data set and model), paper (the preset as it is). Default: the recipe the run's "
-                  f"config.json records when it resumes, else {cli.GPU_DEFAULT_RECIPE} with a GPU and "
-                  f"{cli.CPU_DEFAULT_RECIPE} without. See docs/training.md.")
-flags.DEFINE_integer("eval_every", 1000, "Steps between validation and checkpoint.")
-flags.DEFINE_integer("patience", None, "Stop after this many validations without improvement.")
-flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker"], "tf.distribute strategy.")
-flags.DEFINE_integer("logical_cpus", None, "Split the CPU into this many logical devices (to try a strategy "
-                     "without GPUs).")
+cli.define_train_flags()
 FLAGS = flags.FLAGS
 
 

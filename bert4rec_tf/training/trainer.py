@@ -27,7 +27,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert4rec_tf import register_keras_objects
 from bert4rec_tf.config import ExperimentConfig, config_differences, loss_note
 from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.pipeline import evaluation_histories
@@ -47,6 +46,7 @@ from bert4rec_tf.training.callbacks import (
     seed_generators,
 )
 from bert4rec_tf.training.distribution import is_chief, make_strategy, worker_folder
+from bert4rec_tf.training.registration import register_keras_objects
 from bert4rec_tf.training.run_folder import RunFolder, data_identity
 from bert4rec_tf.training.schedule import finished, train_intervals
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
