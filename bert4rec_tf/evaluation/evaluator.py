@@ -70,11 +70,11 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     if unknown:
         raise ValueError(f"unknown protocol(s) {sorted(unknown)}; known: {', '.join(PROTOCOLS)}")
     histories, targets = evaluation_histories(sequences, stage, max_len)
-    reads_users = getattr(model, "reads_users", False)
+    reads_users = model.reads_users
 
-    # Without full ranking, a model that can score chosen items (`score_items`) scores only each
-    # user's target and candidates: for a model whose every (user, item) score is costly (NCF).
-    sampled_only = "full" not in protocols and hasattr(model, "score_items")
+    # Without full ranking, a model that scores chosen items cheaply (`scores_chosen_items`) scores
+    # only each user's target and candidates: for a model whose every (user, item) score is costly (NCF).
+    sampled_only = "full" not in protocols and model.scores_chosen_items
 
     def options(users):  # (two lambdas on one line would stop AutoGraph from reading either)
         return {"users": users} if reads_users else {}

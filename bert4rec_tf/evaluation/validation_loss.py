@@ -41,9 +41,7 @@ def validation_loss_function(model, loss_features, histories: np.ndarray, target
         batch_size: users per forward pass, at most `MAX_BATCH_SCORES // vocab_size` (at least one):
             the exact loss scores the whole vocabulary for each user.
     """
-    config = getattr(model, "model_config", None)
-    if config is not None:
-        batch_size = max(1, min(batch_size, MAX_BATCH_SCORES // config.vocab_size))
+    batch_size = max(1, min(batch_size, MAX_BATCH_SCORES // model.model_config.vocab_size))
     chosen = np.unique(np.linspace(0, len(targets) - 1, min(users, len(targets))).astype(np.int64))
     features = loss_features(model, histories[chosen], targets[chosen], negatives[chosen], users=chosen + 1)
     if features is None:

@@ -64,10 +64,18 @@ def stream_rate(megabytes: int = 256, repeats: int = 5) -> float:
     return 2 * megabytes * 2 ** 20 / _best_seconds(add, tf.random.uniform([megabytes * 2 ** 20 // 4]), repeats)
 
 
+def usable_cores() -> list[int]:
+    """The cores this process may run on (its affinity; every core where the system has none)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return list(range(os.cpu_count() or 1))
+
+
 def measure() -> dict:
     """This process's cores: {"float32_gflops", "stream_gbs", "cores", "time"} (a few seconds)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = len(usable_cores())
     return {"float32_gflops": round(float32_limit() / 1e9, 1), "stream_gbs": round(stream_rate() / 1e9, 2),
             "cores": cores, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from bert4rec_tf.config import config_differences
+from bert4rec_tf.experiments.calibration import usable_cores
 from bert4rec_tf.experiments.plans import Run, resolved_settings
 from bert4rec_tf.files import read_json
 
@@ -180,6 +181,6 @@ def provenance(command: str, root: str, cores: int | None = None) -> dict:
     except OSError:
         pass
     if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        cores = len(usable_cores())
     return {"commit": commit, "machine": f"{cpu}, {cores} of {os.cpu_count()} cores", "command": command,
             "date": datetime.date.today().isoformat()}

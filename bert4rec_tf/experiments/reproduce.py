@@ -32,13 +32,13 @@ import time
 from bert4rec_tf import cli
 from bert4rec_tf.config import PRESETS
 from bert4rec_tf.data.registry import get_spec
-from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
+from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than, usable_cores
 from bert4rec_tf.experiments.plans import (EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, resolved_settings,
                                           run_settings)
 from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
                                              settings_changes, stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
-from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs, usable_cores
+from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs
 from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
 from bert4rec_tf.tasks import recipe_overrides
 

@@ -100,10 +100,6 @@ def core_groups(jobs: int, cores: list[int]) -> list[list[int]]:
     return [sorted(cores)[i * size:(i + 1) * size] for i in range(jobs)]
 
 
-def usable_cores() -> list[int]:
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-
-
 def _duration(seconds: float) -> str:
     minutes = int(round(seconds / 60))
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"

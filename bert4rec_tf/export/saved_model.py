@@ -161,7 +161,7 @@ def export_saved_model(model: keras.Model, item_ids: np.ndarray, directory: str,
         ValueError: when the model reads users and `user_ids` is missing or does not match its
             `num_users`.
     """
-    reads_users = getattr(model, "reads_users", False)
+    reads_users = model.reads_users
     if reads_users and (user_ids is None or len(user_ids) != model.model_config.num_users):
         raise ValueError(f"the model serves {model.model_config.num_users} users by id: pass their raw ids, "
                          f"got {'none' if user_ids is None else len(user_ids)}")

@@ -26,6 +26,7 @@ import dataclasses
 import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from bert4rec_tf.config import PADDING_FREE_CHOICES, ModelConfig
 from bert4rec_tf.layers import TransformerBlock
@@ -44,6 +45,12 @@ class SequentialRecommender(keras.Model):
 
     # True: the model scores with a vector per training user and needs `users` (see the module docstring).
     reads_users: bool = False
+    # True: `score_items` costs far less than `score_next` for a few items (NCF scores each (user, item)
+    # pair through its MLP), so the sampled protocols score only each user's target and candidates.
+    scores_chosen_items: bool = False
+    # Whether the Transformer blocks pack the real positions of a batch (padding-free); None: the
+    # model has no such blocks.
+    pack_positions: bool | None = None
 
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(**kwargs)
@@ -66,6 +73,12 @@ class SequentialRecommender(keras.Model):
         """float32 [batch, vocab_size]: the score of every vocabulary entry as the next item (a model
         that `reads_users` also takes `users=`)."""
         raise NotImplementedError
+
+    def score_items(self, history, items, training=None, **users):
+        """float32 [batch, n]: what `score_next` gives the item ids `items` int [batch, n] (`users=` as
+        for `score_next`)."""
+        return ops.take_along_axis(self.score_next(history, training=training, **users), ops.cast(items, "int32"),
+                                   axis=1)
 
     def user_representation(self, history, training=None):
         """float32 [batch, d]: the user vector that `score_next` scores the items with."""

@@ -57,6 +57,7 @@ class NCF(SequentialRecommender):
     """
 
     reads_users = True
+    scores_chosen_items = True
 
     def build(self, input_shape=None):
         """Creates the four embedding tables (user row 0: no known user), the MLP and the final layer."""

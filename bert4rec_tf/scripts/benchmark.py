@@ -324,7 +324,7 @@ def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int 
                 head = f"{floor * 1000:>9.1f}"
     label = "full width" if groups == 0 else "padding-aware"
     real = np.mean([np.mean(np.asarray(batch["input_ids"]) != 0) for batch in timed])
-    packed = {True: "yes", False: "no"}.get(getattr(model, "pack_positions", None), "n/a")
+    packed = {True: "yes", False: "no", None: "n/a"}[model.pack_positions]
     line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {real:>6.0%} {packed:>6} "
             f"{seconds * 1000:>9.1f} "
             f"{rate:>10.1f} {share} {pipeline:>10.0f} {head}")

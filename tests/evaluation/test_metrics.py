@@ -55,7 +55,14 @@ def test_unknown_metric_is_an_error():
         metrics_from_ranks(np.array([1]), ("AUC@3",))
 
 
-class FixedScores:
+class StandIn:
+    """What the evaluator asks of a model beside its scores, as `SequentialRecommender` declares it."""
+
+    reads_users = False
+    scores_chosen_items = False
+
+
+class FixedScores(StandIn):
     """A stand-in model: every user gets the same scores, item i scores table[i]."""
 
     def __init__(self, table):
@@ -83,7 +90,7 @@ def test_evaluate_by_hand():
     assert set(out["full"]) == {"Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR"}
 
 
-class ScoresByUser:
+class ScoresByUser(StandIn):
     """A stand-in model that scores item i as (the history's first item * i) mod 7: the ranks tell
     whether each user was scored with their own history, whatever the batch order."""
 
@@ -116,6 +123,8 @@ def test_trimmed_length_sorted_batches_give_the_metrics_of_full_width_batches(na
 class ChosenItemScores(FixedScores):
     """`FixedScores` that can also score chosen items; `sign` -1 negates those scores only, so a test
     can tell which path the evaluator took."""
+
+    scores_chosen_items = True
 
     def __init__(self, table, sign=1.0):
         super().__init__(table)

@@ -202,3 +202,14 @@ def test_fit_with_separate_labels_trains_like_labels_in_the_features():
         model.compile(optimizer=keras.optimizers.Adam(1e-2))
         losses.append(model.fit(*data, batch_size=2, epochs=2, verbose=0).history["loss"])
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_score_items_gives_what_score_next_gives_at_those_items(name):
+    model = build_model(config(name))
+    users = {"users": np.arange(1, len(HISTORY) + 1)} if model.reads_users else {}
+    items = np.array([[1, 5, 12], [2, 2, 7], [11, 3, 9]])
+    every = np.asarray(model.score_next(HISTORY, training=False, **users))
+    np.testing.assert_allclose(np.asarray(model.score_items(HISTORY, items, training=False, **users)),
+                               np.take_along_axis(every, items, axis=1), rtol=1e-5, atol=1e-6)
+    assert model.scores_chosen_items == (name == "ncf")  # the one family whose own score_items is cheaper
