@@ -27,7 +27,8 @@ TINY = ["--config", "max_len=10", "--config", "dupe_factor=2", "--config", "mode
 
 def command(toy_file, data_dir, model_dir, steps=30, model="bert4rec"):
     # The static instances' duplication (`--config dupe_factor=2`) is a setting of the Cloze models only.
-    tiny = TINY if model == "bert4rec" else TINY[:2] + TINY[4:]
+    tiny = TINY if model == "bert4rec" else [word for pair in zip(TINY[::2], TINY[1::2])
+                                             if pair[1] != "dupe_factor=2" for word in pair]
     return [sys.executable, os.path.join(REPO, "run_scripts", "train.py"), "--dataset", "beauty",
             "--source_file", toy_file, "--data_dir", data_dir, "--model_dir", model_dir,
             "--train_steps", str(steps), "--model", model, "--recipe", "paper", *tiny]
