@@ -246,7 +246,12 @@ def test_ctrl_c_ends_in_one_line_saying_where_the_run_stopped(source, tmp_path):
     while time.time() < deadline and not os.path.isfile(state):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=300)
+    try:
+        _, err = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:  # a run that did not stop trains on (100,000 steps): never leave it behind
+            process.kill()
+            process.wait()
     assert process.returncode == 130, err[-3000:]
     assert "Traceback" not in err
     step = RunFolder(model_dir).load_state()["step"]
