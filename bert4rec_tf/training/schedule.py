@@ -81,8 +81,9 @@ def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainCo
     (`train.time_budget` seconds), `budget_plan` picks each interval, `set_total_steps` moves the
     schedule's end to the total the budget affords (so the rate reaches 0 at the deadline), and
     `state["scheduled"]` keeps that total once the pace is measured (a resumed run follows it until it
-    has measured its own pace), and `state["budget_spent"]` that the deadline has passed; a budget
-    that ends within the warm-up is warned about once.
+    has measured its own pace), and `state["budget_spent"]` that the budget is used up (the deadline
+    passed, or the schedule planned for it ended); a budget that ends within the warm-up is warned
+    about once.
 
     Args:
         fit: trains `count` intervals of `steps` steps each: fit(count, steps); it advances
@@ -116,9 +117,11 @@ def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainCo
             print(warning, file=sys.stderr)
             warned = True
         if not steps:
-            # Kept in the resume state: the next process's clock starts at the last checkpoint's seconds,
-            # which may be short of the deadline this one reached.
-            state["budget_spent"] = state.get("budget_spent", False) or clock() >= train.time_budget
+            # The deadline passed or the schedule planned for the budget ended (not the step cap, which a
+            # larger --train_steps raises): kept in the resume state, since the next process's clock
+            # starts at the last checkpoint's seconds, which may be short of the deadline this one reached.
+            if state["step"] < train.train_steps:
+                state["budget_spent"] = True
             return
         set_total_steps(total)
         if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured

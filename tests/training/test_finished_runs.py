@@ -81,6 +81,16 @@ def test_a_finished_run_changes_no_file_and_a_damaged_output_is_exported_again(t
     assert "holds a finished run" in capsys.readouterr().out and folder_bytes(model_dir) == after
 
 
+def test_a_run_whose_time_budget_is_spent_changes_no_file(tmp_path, data_dir, capsys):
+    model_dir, overrides = str(tmp_path / "run"), {**TOY, "train_steps": 10**6, "time_budget": 4}
+    first = train(model_dir, data_dir, overrides=overrides)
+    before = folder_bytes(model_dir)
+    capsys.readouterr()
+    again = train(model_dir, data_dir, overrides=overrides)
+    assert f"holds a finished run: its 4 s time budget is spent, at step {first.steps}" in capsys.readouterr().out
+    assert folder_bytes(model_dir) == before and again.metrics == first.metrics
+
+
 def test_a_run_of_a_model_that_trains_nothing_changes_no_file(tmp_path, data_dir, capsys):
     model_dir = str(tmp_path / "run")
     first = train(model_dir, data_dir, model="pop", overrides={"num_negatives": 3})

@@ -113,6 +113,20 @@ def test_a_passed_deadline_is_kept_so_a_resumed_run_trains_no_more():
     assert calls == []  # without the record, the probe of 100 steps towards 1,000 would train
 
 
+def test_a_schedule_that_ended_before_the_deadline_spends_the_budget_and_the_step_cap_does_not():
+    meter = types.SimpleNamespace(pace=0.5, overhead=0.0)
+    ended = {"step": 1000, "scheduled": 1000}  # the plan fit in the budget: 50 s were left
+    train_intervals(lambda count, steps: None, ended, TrainConfig(time_budget=600.0, train_steps=10_000), 500,
+                    meter, lambda: 550.0, lambda total: None, lambda: False)
+    assert ended["budget_spent"] is True
+    capped = {"step": 500, "scheduled": None}  # --train_steps 500 ended it: a larger one trains on
+    train_intervals(lambda count, steps: None, capped, TrainConfig(time_budget=600.0, train_steps=500), 500,
+                    meter, lambda: 100.0, lambda total: None, lambda: False)
+    assert "budget_spent" not in capped
+    assert finished(capped, TrainConfig(time_budget=600.0, train_steps=500), False) == "it has trained its 500 steps"
+    assert finished(capped, TrainConfig(time_budget=600.0, train_steps=800), False) is None
+
+
 def test_what_finishes_a_run():
     train = TrainConfig(train_steps=200)
     assert finished({"step": 200}, train, False) == "it has trained its 200 steps"
