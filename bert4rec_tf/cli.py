@@ -15,6 +15,7 @@ import sys
 from typing import Callable
 
 from absl import app, flags
+from absl import logging as absl_logging
 
 from bert4rec_tf.config import RECIPES, ExperimentConfig
 from bert4rec_tf.data.errors import DataError
@@ -23,8 +24,11 @@ from bert4rec_tf.files import read_json
 from bert4rec_tf.tasks import TASKS, preset, preset_names, recipe_overrides, refuse_unread_settings, validate
 
 def define_common_flags(values: flags.FlagValues = flags.FLAGS) -> None:
-    """The flag every absl command has: --debug."""
-    flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line.", flag_values=values)
+    """The flags every absl command has: --debug and --verbose."""
+    flags.DEFINE_bool("debug", False, "Show the full traceback of an error instead of one line (and the "
+                      "libraries' logs, as --verbose).", flag_values=values)
+    flags.DEFINE_bool("verbose", False, "Also show the libraries' INFO logs (TensorFlow's, TFDS's), hidden by "
+                      "default.", flag_values=values)
 
 
 define_common_flags()
@@ -290,6 +294,18 @@ def _debugging() -> bool:
     return flags.FLAGS.is_parsed() and flags.FLAGS.debug
 
 
+def quiet_libraries() -> None:
+    """Hides the libraries' INFO logs, which tell a user of the package nothing: TensorFlow's native
+    ones once it loads (which this must precede: it reads the variable when imported), TensorFlow's
+    Python ones (the SavedModel's signatures, its writer) and TFDS's (the build's paths and counts,
+    its custom-configuration notice). Their warnings and errors still show; the package's own log
+    lines are untouched."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
+    # TensorFlow's SavedModel code and TFDS log through absl's logger (TFDS's notices as warnings).
+    absl_logging.set_verbosity(absl_logging.ERROR)
+
+
 def guarded(run: Callable[[], int | None]) -> int:
     """Runs `run` and returns its exit status (0 when it returns None); bad input, a fault or a missing
     TensorFlow ends in a one-line error on stderr and exit status 1, and Ctrl-C in one line (the
@@ -300,6 +316,8 @@ def guarded(run: Callable[[], int | None]) -> int:
     traceback instead.
     """
     logging.getLogger("bert4rec_tf").setLevel(logging.INFO)
+    if not (_debugging() or (flags.FLAGS.is_parsed() and flags.FLAGS.verbose)):
+        quiet_libraries()
     try:
         status = run()
     except ModuleNotFoundError as error:
