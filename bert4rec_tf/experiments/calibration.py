@@ -1,8 +1,8 @@
 """How fast the cores a run trains on are, measured the same way at every commit.
 
-Two machines that both call themselves "AMD EPYC, 2 cores" ran the same training step 1.35-1.8x
-apart (2026-11-25), so a one-hour budget is not the same compute on both. `measure` times two
-kernels that do not depend on the package's code (so a faster model at a later commit does not
+Two machines of the same name and core count can run the same training step far apart (the lab
+notebook has the measurements), so a one-hour budget is not the same compute on both. `measure` times
+two kernels that do not depend on the package's code (so a faster model at a later commit does not
 look like a faster machine):
 
 - `float32_gflops`: a 2048^3 float32 matrix product (the best of five), the compute limit that
@@ -27,8 +27,8 @@ import time
 TOLERANCE = 0.10
 # reproduce.py starts no run on cores at less than half the speed, on either figure, of the fastest
 # cores that trained a run of the same experiment (unless told to): such a run's budget is a fraction
-# of the others' compute (the Xeon of 2026-11-25's third session measured a stream rate 85% below the
-# EPYC's and trained 7-10x slower a step), and its record would stand in for the run. Runs between
+# of the others' compute (a machine whose stream rate measured far below the others' trained several
+# times slower a step), and its record would stand in for the run. Runs between
 # this and TOLERANCE train and are flagged in the report; the margin is wide because a core measured
 # beside a neighbour's training reads lower than the same core measured alone.
 START_TOLERANCE = 0.5

@@ -4,17 +4,16 @@ family trained on single interactions with a vector per user (NCF, FPMC) derives
 Preset "bpr_mf": the BERT4Rec paper implemented BPR-MF itself and tuned d, the L2 regulariser and
 dropout for every baseline on the validation sets (grids d in {16, ..., 256}, l2 in {1, ..., 1e-4})
 without reporting the values it chose; the preset takes d 64 (its BERT4Rec default), l2 0.01 (the
-middle of its grid; 0.001 on ML-1m, chosen by one-hour validation trials at 0.01 / 0.001 / 0.0001:
-pop-100 HR@10 0.320 / 0.396 / 0.395), Adam at 1e-3 in batches of 256 (the BPR paper trains by SGD
+middle of its grid; 0.001 on ML-1m, chosen on validation: docs/models.md gives the trials), Adam at 1e-3 in batches of 256 (the BPR paper trains by SGD
 on one (u, i, j) triple at a time), one negative per positive (the paper's triples) and no weight
 decay (the L2 term regularises).
 
 The `cpu-*` recipes keep their rate (3e-3 on ML-1m and Beauty) and set the batch: the training step
 turns the embeddings' gradients dense and AdamW updates every row, so a step costs about the same
-whatever the batch: on this 2-core machine (busy), 13-15 ms with ML-1m's tables at 256 or 1024,
-100-115 ms with Beauty's (40,226 users, 54,544 items, d 64), where 1,024 instances per step give
-10,600 instances per second against 2,200 at 256. The interaction stream gives about 8,000-11,000
-instances per second, so ML-1m keeps the preset's 256.
+whatever the batch. With Beauty's large tables (40,226 users, 54,544 items) 1,024 instances a step
+train several times more instances per second than 256; with ML-1m's small ones the step is cheap
+and the interaction stream limits the rate, so ML-1m keeps the preset's 256 (the lab notebook has
+the measurements).
 """
 
 from __future__ import annotations
@@ -25,9 +24,8 @@ from bert4rec_tf.config import ExperimentConfig, ModelConfig
 from bert4rec_tf.tasks.base import Task, history_features
 
 # What the `cpu-*` recipes change for a family trained on interactions (see the module docstring); the
-# rate is the shared recipes' 3e-3. Trials on Beauty, 3,000 fixed steps at batch 1,024, one core each
-# (lab_notebook/experiments.md): validation pop-100 HR@10 at 3e-3 / 1e-3, BPR-MF 0.2348 / 0.1730,
-# FPMC 0.2511 / 0.1932.
+# rate is the shared recipes' 3e-3, which learned faster than 1e-3 for BPR-MF and FPMC on Beauty's
+# validation (lab_notebook/experiments.md has the trials).
 INTERACTION_CPU_RECIPES = {"ml-1m": {"batch_size": 256}, "beauty": {"batch_size": 1024}}
 
 

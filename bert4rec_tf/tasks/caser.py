@@ -17,8 +17,8 @@ from bert4rec_tf.tasks.base import Task, history_features
 
 # What the `cpu-*` recipes set on every data set (they set max_len 100 on ML-1m, batch 128 and dropout
 # 0.1-0.2, for the Transformers): Caser's own L 5, batch 512 and dropout 0.5, and the shared
-# short-budget rate 3e-3. Trials on Beauty, 3,000 fixed steps, one core each (lab_notebook/experiments.md):
-# validation pop-100 HR@10 0.2008 at 3e-3 against 0.1521 at its paper's 1e-3.
+# short-budget rate 3e-3, which learned faster than its paper's 1e-3 on Beauty's validation
+# (lab_notebook/experiments.md has the trials).
 _CPU_START = {"max_len": 5, "batch_size": 512, "hidden_dropout": 0.5, "learning_rate": 3e-3}
 
 

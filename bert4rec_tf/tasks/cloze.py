@@ -20,7 +20,7 @@ class ClozeTask(Task):
     presets = {"bert4rec": {}, "bert4rec_1mask": {"*": {"max_predictions_per_seq": 1}}}
     losses = ("ce", "sampled_softmax")
     # BERT4Rec (1 mask) is its one masked slot per instance: the recipes' 20 slots on ML-1m must not
-    # replace it (before 2026-11-25 they did, and the model trained as BERT4Rec there).
+    # replace it, or the model trains as BERT4Rec.
     cpu_recipes = {"bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS}}
     settings = TRANSFORMER_SETTINGS + ("data.masked_lm_prob", "data.max_predictions_per_seq", "data.dupe_factor",
                                        "data.mask_prob", "data.mask_runs", "data.prop_sliding_window",

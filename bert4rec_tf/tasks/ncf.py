@@ -7,14 +7,12 @@ MLP layers, no regularisation (its code's defaults) and 64 predictive factors (t
 and BERT4Rec's d): GMF 64, MLP embeddings 256 each, layers 256 -> 128 -> 64; no weight decay.
 
 Scoring is NCF's cost: every (user, item) pair runs the MLP, and the evaluator scores every item
-for every user at each validation. Measured on this 2-core machine (busy; batches of 256 users): the
-preset takes 5.5 s per batch on ML-1m (130 s per validation of its 6,040 users) and 122 s per batch
-on Beauty (5.3 hours per validation of its 40,226 users); d 16 on Beauty takes 3.7 s with one MLP
-layer (10 minutes per validation), 8.0 s with two and 22 s with three. The `cpu-*` recipes keep the
-preset on ML-1m and take d 16 and one layer on Beauty, with batches of 1,024 as BPR-MF
-(`INTERACTION_CPU_RECIPES`), and on Beauty an L2 penalty of 0.01: trials at the one-hour record's
-22,620 steps on validation (lab_notebook/experiments.md) put 0.01 first of 0, 0.001, 0.01, 0.03 and 0.1
-(pop-100 HR@10 0.2230 at step 10,000 against 0.2114, 0.2114, 0.2131 and 0.2146).
+for every user at each validation. At the preset's size a full-ranking validation takes minutes on
+ML-1m's 6,040 users but hours on Beauty's 40,226 and 54,542 items, and the cost grows with d and
+the MLP's depth (the lab notebook has the timings). So the `cpu-*` recipes keep the preset on ML-1m
+and take d 16 and one layer on Beauty, with batches of 1,024 as BPR-MF (`INTERACTION_CPU_RECIPES`),
+and on Beauty an L2 penalty of 0.01, first of 0, 0.001, 0.01, 0.03 and 0.1 on validation
+(lab_notebook/experiments.md has the trials).
 """
 
 from __future__ import annotations
