@@ -29,6 +29,15 @@ from bert4rec_tf.tasks.base import Task, history_features
 INTERACTION_CPU_RECIPES = {"ml-1m": {"batch_size": 256}, "beauty": {"batch_size": 1024}}
 
 
+def bpr_preset(name: str) -> dict:
+    """The preset of family `name` trained by BPR on single interactions (BPR-MF, FPMC): d 64, one
+    negative per positive, Adam at 1e-3 in batches of 256 without weight decay, L2 0.01 (0.001 on
+    ML-1m; see the module docstring)."""
+    return {name: {"*": {"model.name": name, "loss": "bpr", "hidden_size": 64, "l2": 0.01, "train_negatives": 1,
+                         "learning_rate": 1e-3, "batch_size": 256, "weight_decay": 0.0, "static_instances": False},
+                   "ml-1m": {"l2": 0.001}}}
+
+
 class InteractionTask(Task):
     """A family trained on single interactions (`bert4rec_tf.data.interactions`) with a vector per user.
 
@@ -78,10 +87,7 @@ class BPRMFTask(InteractionTask):
     """BPR-MF: a user's items as a set, one factor vector per user and per item."""
 
     name = "bpr_mf"
-    presets = {"bpr_mf": {"*": {"model.name": "bpr_mf", "loss": "bpr", "hidden_size": 64, "l2": 0.01,
-                                "train_negatives": 1, "learning_rate": 1e-3, "batch_size": 256,
-                                "weight_decay": 0.0, "static_instances": False},
-                          "ml-1m": {"l2": 0.001}}}
+    presets = bpr_preset("bpr_mf")
     cpu_recipes = {"bpr_mf": INTERACTION_CPU_RECIPES}
     losses = ("bpr",)
 

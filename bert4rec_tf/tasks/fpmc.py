@@ -11,17 +11,14 @@ BPR-MF (`INTERACTION_CPU_RECIPES`).
 
 from __future__ import annotations
 
-from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, InteractionTask
+from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, InteractionTask, bpr_preset
 
 
 class FPMCTask(InteractionTask):
     """FPMC: a vector per user and a first-order Markov chain over items, factorised."""
 
     name = "fpmc"
-    presets = {"fpmc": {"*": {"model.name": "fpmc", "loss": "bpr", "hidden_size": 64, "l2": 0.01,
-                              "train_negatives": 1, "learning_rate": 1e-3, "batch_size": 256,
-                              "weight_decay": 0.0, "static_instances": False},
-                        "ml-1m": {"l2": 0.001}}}
+    presets = bpr_preset("fpmc")
     cpu_recipes = {"fpmc": INTERACTION_CPU_RECIPES}
     losses = ("bpr",)
     sequential = True
