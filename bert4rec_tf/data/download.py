@@ -30,6 +30,13 @@ def sha256_of(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def file_records(directory: str | os.PathLike, names) -> dict[str, dict]:
+    """{name: {"bytes", "sha256"}} of the files `names` (paths relative to `directory`), in name order:
+    what a folder's record says of its files, to tell later that they are intact."""
+    return {name: {"bytes": os.path.getsize(os.path.join(directory, name)),
+                   "sha256": sha256_of(os.path.join(directory, name))} for name in sorted(names)}
+
+
 def download(url: str, directory: str | os.PathLike, filename: str, sha256: str | None = None,
              timeout: float = 60.0) -> str:
     """Downloads `url` once into `directory/filename` and returns the path.

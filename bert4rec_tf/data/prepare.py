@@ -205,8 +205,7 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
     from bert4rec_tf.data.tfds_builders import load_user_sequences  # heavy import, only when building
 
     identity = source_identity(source_file, config.encoding)
-    # The official downloads are in formats whose reading rules are at version 1.
-    rules = reading_rules(source_file, get_spec(config.dataset).source_format, config.encoding) if source_file else 1
+    rules = reading_rules(source_file, get_spec(config.dataset).source_format, config.encoding)
     directory = output_directory(config, data_dir, identity, rules)
     remove_abandoned(os.path.dirname(directory))
     try:
@@ -241,9 +240,7 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
         write_ids(os.path.join(temporary, "vocab.txt"), sequences.item_ids)
         write_ids(os.path.join(temporary, "users.txt"), sequences.user_ids)
 
-        files = {name: {"bytes": os.path.getsize(os.path.join(temporary, name)),
-                        "sha256": download_lib.sha256_of(os.path.join(temporary, name))}
-                 for name in sorted(os.listdir(temporary))}
+        files = download_lib.file_records(temporary, os.listdir(temporary))
         metadata = {
             "format_version": FORMAT_VERSION,
             "dataset": config.dataset,

@@ -216,9 +216,12 @@ def detect_format(path: str | os.PathLike, encoding: str = "utf-8") -> str:
     raise DataError(f"cannot tell the format of the first line {first[:80]!r}", path, 1)
 
 
-def reading_rules(path: str | os.PathLike, fmt: str | None = None, encoding: str = "utf-8") -> int:
+def reading_rules(path: str | os.PathLike | None, fmt: str | None = None, encoding: str = "utf-8") -> int:
     """The version of the reading rules (`READING_RULES`, 1 when unlisted) that `path` is read under in
-    format `fmt` (detected when None)."""
+    format `fmt` (detected when None); 1 for no local file (the official downloads are in formats whose
+    rules are at version 1)."""
+    if path is None:
+        return 1
     return READING_RULES.get(fmt or detect_format(path, encoding), 1)
 
 

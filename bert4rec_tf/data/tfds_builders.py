@@ -160,7 +160,7 @@ def source_config(source_file: str | None, encoding: str = "utf-8", fmt: str | N
         name, description = f"file-{digest[:16]}", f"built from {source_file} (sha256 {digest})"
     if encoding != "utf-8":
         name, description = f"{name}-{encoding}", f"{description}, read as {encoding}"
-    rules = reading_rules(source_file, fmt, encoding) if source_file is not None else 1
+    rules = reading_rules(source_file, fmt, encoding)
     if rules != 1:
         name, description = f"{name}-rules{rules}", f"{description}, under reading rules {rules}"
     return tfds.core.BuilderConfig(name=name, description=description)

@@ -18,6 +18,7 @@ from bert4rec_tf.evaluation.attention_plot import attention_head_pixels
 from bert4rec_tf.evaluation.evaluator import format_table
 from bert4rec_tf.files import atomic_path, ensure_room, quiet_after_failed_write, write_json_atomic
 from bert4rec_tf.training.run_folder import RunFolder, weights_name
+from bert4rec_tf.training.schedule import patience_spent
 
 ATTENTION_WINDOW = 10  # the paper's heat maps show the last 10 positions
 # Bytes of HDF5 structure in a weights file beyond the variables' own: about 1 KB a variable (the
@@ -128,8 +129,7 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.patience = patience
         self.state = state
         self.batch_size = batch_size
-        # A run that stopped early stays stopped when resumed with the same patience.
-        self.stopped_early = patience is not None and state["since_best"] >= patience
+        self.stopped_early = patience_spent(state, patience)
         self.writer = tf.summary.create_file_writer(run.path("validation"))
 
     def on_epoch_end(self, epoch, logs=None):
@@ -164,7 +164,7 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                              best_weights=self._save_weights(weights_name("best", step)))
             else:
                 state["since_best"] += 1
-                if self.patience is not None and state["since_best"] >= self.patience:
+                if patience_spent(state, self.patience):
                     self.model.stop_training = True
                     self.stopped_early = True
             self._log_attention(step)

@@ -38,7 +38,7 @@ import time
 from typing import Iterator
 
 from bert4rec_tf.config import ExperimentConfig, config_differences
-from bert4rec_tf.data.download import sha256_of
+from bert4rec_tf.data.download import file_records
 from bert4rec_tf.data.prepare import PreparedData
 from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
 
@@ -254,8 +254,7 @@ class RunFolder:
         for top in (name for name in OUTPUTS if os.path.isdir(self.path(name))):
             for folder, _, files in os.walk(self.path(top)):
                 names += [os.path.relpath(os.path.join(folder, name), self.directory) for name in files]
-        return {name: {"bytes": os.path.getsize(self.path(name)), "sha256": sha256_of(self.path(name))}
-                for name in sorted(names)}
+        return file_records(self.directory, names)
 
     def intact_results(self) -> dict | None:
         """results.json when it and every output it records (`output_files`) are as written, else

@@ -58,6 +58,12 @@ def warmup_warning(total: int, warmup_steps: int, budget: float, cap: int | None
             "with the rate not at 0 (lower --config train.warmup_steps)")
 
 
+def patience_spent(state: dict, patience: int | None) -> bool:
+    """Whether a run in resume state `state` has had `patience` validations without improvement (never
+    without a patience): it stops early, and a run resumed with the same patience stays stopped."""
+    return patience is not None and state["since_best"] >= patience
+
+
 def finished(state: dict, train: TrainConfig, stopped_early: bool) -> str | None:
     """Why a run in resume state `state` has nothing left to train under `train`, or None when it has:
     its steps are done, its time budget is spent, or it stopped early (`stopped_early`)."""

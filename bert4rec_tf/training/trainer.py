@@ -48,7 +48,7 @@ from bert4rec_tf.training.callbacks import (
 from bert4rec_tf.training.distribution import is_chief, make_strategy, worker_folder
 from bert4rec_tf.training.registration import register_keras_objects
 from bert4rec_tf.training.run_folder import RunFolder, data_identity
-from bert4rec_tf.training.schedule import finished, train_intervals
+from bert4rec_tf.training.schedule import finished, patience_spent, train_intervals
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
 
 ATTENTION_USERS = 512
@@ -265,7 +265,7 @@ def finished_run(run: RunFolder, config: ExperimentConfig, prepared: PreparedDat
     trains nothing. A larger `--train_steps` or `--patience` trains it on; a damaged or missing output
     is tested and exported again from the checkpoint.
     """
-    stopped_early = patience is not None and state["since_best"] >= patience
+    stopped_early = patience_spent(state, patience)
     why = finished(state, config.train, stopped_early) if get_task(config.model.name).trains else \
         "its model trains nothing"
     recorded = run.intact_results() if why else None
