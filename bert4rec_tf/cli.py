@@ -18,10 +18,11 @@ from absl import app, flags
 from absl import logging as absl_logging
 
 from bert4rec_tf.config import RECIPES, ExperimentConfig
+from bert4rec_tf.config.sections import flag_of
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
-from bert4rec_tf.tasks import TASKS, preset, preset_names, recipe_overrides, refuse_unread_settings, validate
+from bert4rec_tf.tasks import TASKS, preset, preset_names, recipe_overrides, refuse_inactive_settings, validate
 
 def define_common_flags(values: flags.FlagValues = flags.FLAGS) -> None:
     """The flags every absl command has: --debug and --verbose."""
@@ -184,8 +185,9 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
 
     Raises:
         ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
-            out of range, an override of `train.recipe` (the recipe is chosen with `--recipe`), or of a
-            setting the model's family does not read (`bert4rec_tf.tasks.refuse_unread_settings`).
+            out of range, an override of `train.recipe` (the recipe is chosen with `--recipe`), a key
+            the model's family does not have (its sections' fields, listed in the message), or a
+            setting it reads only under another loss (`bert4rec_tf.tasks.refuse_inactive_settings`).
     """
     config = preset(dataset, model)
     for key, value in recipe_overrides(recipe or "paper", dataset, model).items():
@@ -196,15 +198,21 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
         if "=" not in override:
             raise ValueError(f"override {override!r} is not key=value")
         key, value = override.split("=", 1)
-        if key.strip() in ("recipe", "train.recipe"):
-            raise ValueError(f"--config {key.strip()} records the recipe of a run: choose it with --recipe")
-        given[config.override(key.strip(), value)] = f"{key.strip()}={value.strip()}"
+        key = key.strip()
+        if key in ("recipe", "train.recipe"):
+            raise ValueError(f"--config {key} records the recipe of a run: choose it with --recipe")
+        if not config.has(key):
+            family = config.model.name
+            named = family if model == family else f"{model} (a {family} model)"
+            raise ValueError(f"{named} has no setting {key!r} ({flag_of(key.split('.')[-1])}); its settings: "
+                             f"{', '.join(config.keys())}")
+        given[config.override(key, value)] = f"{key}={value.strip()}"
     if seed is not None:
         config.override("data.seed", seed)
     if encoding is not None:
         config.override("data.encoding", encoding)
     validate(config)
-    refuse_unread_settings(config, given, model)
+    refuse_inactive_settings(config, given, model)
     config.data.encoding = codecs.lookup(config.data.encoding).name
     return config
 
@@ -248,6 +256,9 @@ def default_recipe(dataset: str, model: str, model_dir: str) -> tuple[str, str]:
 def recipe_notice(config: ExperimentConfig, model: str, reason: str) -> str:
     """One line: the run's recipe, `reason` it was chosen, how long it trains, and the other choice."""
     train = config.train
+    if not TASKS[config.model.name].trains:
+        return (f"recipe {train.recipe} ({reason}): {model} has nothing to train; it counts the training items, "
+                "then tests and exports")
     paper = preset(config.data.dataset, model).train
     cap = f" or {train.train_steps:,} steps, whichever ends first" if train.train_steps < paper.train_steps else ""
     length = (f"trains for {format_duration(train.time_budget)}{cap}, then tests and exports" if train.time_budget

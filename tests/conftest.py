@@ -120,3 +120,13 @@ def event_scalars(path: str) -> dict[str, dict[int, float]]:
         if value.metadata.plugin_data.plugin_name == "scalars":
             values.setdefault(value.tag, {})[step] = float(tf.make_ndarray(value.tensor))
     return values
+
+
+def family_config(name: str = "bert4rec", **values):
+    """The model section of the family `name` (its class: `bert4rec_tf.config.family`) with those of
+    `values` it has: the tests give every family the same sizes, and each takes its own."""
+    import bert4rec_tf.tasks  # noqa: F401  (registers the families' sections)
+    from bert4rec_tf.config import family
+
+    kind = family(name).model
+    return kind(name=name, **{key: value for key, value in values.items() if key in kind.keys()})

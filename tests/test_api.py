@@ -37,7 +37,7 @@ def test_importing_the_api_loads_no_tensorflow():
     ({"dataset": "custom", "recipe": "nope"}, "unknown --recipe 'nope'; known: "),
     ({"dataset": "custom", "recipe": "paper", "overrides": ["train_steps"]}, "override 'train_steps' is not key=value"),
     ({"dataset": "custom", "recipe": "paper", "overrides": {"no_such_key": 1}},
-     "unknown configuration key 'no_such_key'"),
+     "bert4rec has no setting 'no_such_key'"),
     ({"dataset": "custom", "overrides": "train_steps=20"}, "overrides is a dict or a list of 'key=value' strings"),
 ])
 def test_bad_arguments_are_one_line_value_errors(tmp_path, arguments, message):

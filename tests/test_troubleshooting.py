@@ -138,7 +138,9 @@ def trigger_messages(tmp: Path) -> dict[str, str]:
                                                       {"pop": {"NDCG@10": 0.5308}}, num_negatives=3)
     messages["short warm-up"] = warmup_warning(20, 500, 1800.0)
     messages["short warm-up, step cap"] = warmup_warning(20, 500, 1800.0, cap=20)
-    messages["unread setting"] = printed_error(lambda: cli.experiment_config("beauty", ["l2=0.01"], None, "bert4rec"))
+    messages["unknown setting"] = printed_error(lambda: cli.experiment_config("beauty", ["l2=0.01"], None, "bert4rec"))
+    messages["setting of another loss"] = printed_error(
+        lambda: cli.experiment_config("beauty", ["sampled_negatives=512"], None, "bert4rec"))
     return messages
 
 

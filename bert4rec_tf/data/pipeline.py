@@ -216,7 +216,7 @@ def sampled_candidates(sequences: UserSequences, config: DataConfig) -> dict[str
             for protocol in ("pop", "uniform") for stage in stages}
 
 
-def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: NegativeSampler,
+def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: NegativeSampler | None,
                                batch_size: int | None = None, start: int = 0) -> tf.data.Dataset:
     """SASRec's training instances: every position predicts the next item, against a negative.
 
@@ -228,7 +228,7 @@ def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: Ne
     Args:
         windows: the training windows, made with max_len + 1 items (max_len inputs and the last target).
         config: the data configuration (seed).
-        sampler: draws the negatives.
+        sampler: draws the negatives; None: no `negative_ids` (GRU4Rec's negatives are the batch's).
         batch_size: batch the instances when given.
         start: the first instance number (instances already consumed).
 
@@ -246,6 +246,8 @@ def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: Ne
         aligned = tf.roll(tf.gather(tokens, window), width - tf.gather(lengths, window), axis=0)  # padding first
         inputs, positives = aligned[:-1], aligned[1:]  # [width - 1] each
         positives = tf.where(inputs != PAD_ID, positives, PAD_ID)
+        if sampler is None:
+            return {"input_ids": inputs, "positive_ids": positives}
         negatives = tf.cast(sampler.sample(tf.gather(users, window), width - 1, seed), tf.int32)
         return {"input_ids": inputs, "positive_ids": positives,
                 "negative_ids": tf.where(positives != PAD_ID, negatives, PAD_ID)}

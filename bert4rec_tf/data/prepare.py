@@ -33,7 +33,7 @@ from typing import Iterator
 
 import numpy as np
 
-from bert4rec_tf.config import DataConfig
+from bert4rec_tf.config import DataConfig, MaskedData
 from bert4rec_tf.constants import PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data import instances as instances_lib
@@ -43,7 +43,7 @@ from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.id_files import read_ids, write_ids
 from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
-from bert4rec_tf.data.readers import reading_rules, require_file
+from bert4rec_tf.data.readers import READING_RULES, reading_rules, require_file
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, remove_abandoned, write_json_atomic
@@ -106,12 +106,23 @@ def output_directory(config: DataConfig, data_dir: str, identity: str, rules: in
     """Where the data prepared with `config` from source `identity` (which holds the encoding), read
     under reading rules `rules` (`readers.reading_rules`), lives. Rules 1 is left out of the key, so
     data whose reading has not changed keeps the key it had before rules had versions."""
-    settings = {name: value for name, value in dataclasses.asdict(config).items() if name != "encoding"}
+    return os.path.join(data_dir, config.dataset, _key(config.key_settings(), identity, rules))
+
+
+def earlier_keys(settings: dict, identity: str) -> set[str]:
+    """The keys data prepared from source `identity` had under the earlier configuration format (one
+    data section for every family), for that format's data section `settings`, under any reading
+    rules; a run folder of that format names its data by one of them."""
+    values = {name: value for name, value in settings.items() if name != "encoding"}
+    return {_key(values, identity, rules) for rules in {1, *READING_RULES.values()}}
+
+
+def _key(settings: dict, identity: str, rules: int) -> str:
+    """The name of a prepared-data folder: a hash of its settings, source, format and reading rules."""
     key = {"config": settings, "source": identity, "format": FORMAT_VERSION}
     if rules != 1:
         key["reading_rules"] = rules
-    key = json.dumps(key, sort_keys=True)
-    return os.path.join(data_dir, config.dataset, hashlib.sha256(key.encode()).hexdigest()[:12])
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def load_prepared(directory: str) -> PreparedData | None:
@@ -224,15 +235,17 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
     check_usable(sequences, config)
     train = training_sequences(sequences, config.split)
     candidates = sampled_candidates(sequences, config)
-    windows = instances_lib.make_windows(train, np.arange(1, sequences.num_users + 1), config.max_len,
-                                         config.prop_sliding_window)
+    masked = isinstance(config, MaskedData)  # the Cloze families' instances, written here
 
     if os.path.isdir(directory):
         shutil.rmtree(directory)  # a damaged earlier preparation
     with atomic_path(directory) as temporary:
         os.makedirs(temporary)
-        shards = {}
-        if config.static_instances:
+        shards, windows = {}, None
+        if masked:
+            windows = instances_lib.make_windows(train, np.arange(1, sequences.num_users + 1), config.max_len,
+                                                 config.prop_sliding_window)
+        if masked and config.static_instances:
             shards = instances_lib.write_static_instances(windows, config, sequences.num_items, temporary,
                                                           workers=workers, progress=progress)
         np.savez(os.path.join(temporary, "sequences.npz"), items=sequences.items, offsets=sequences.offsets)
@@ -255,12 +268,12 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
             "mask_id": mask_id(sequences.num_items),
             "stats": sequences.stats(),
             "preprocessing": dict(builder.info.metadata or {}),
-            "num_windows": len(windows),
+            "num_windows": len(windows) if masked else None,
             "num_instances": int(sum(shards.values())),
             "shards": shards,
             "feature_spec": {name: {"shape": list(spec.shape), "dtype": spec.dtype.name} for name, spec in
                              masking.feature_spec(config.max_len, config.max_predictions_per_seq,
-                                                  config.matching).items()},
+                                                  config.matching).items()} if masked else None,
             "files": files,
             "seconds": round(time.time() - started, 1),
         }

@@ -203,7 +203,7 @@ def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 1
 
     plt = pyplot()
     model, prepared, config = load_finished_run(model_dir)
-    histories = evaluation_histories(prepared.sequences(), "valid", config.data.max_len)[0][:users]
+    histories = evaluation_histories(prepared.sequences(), "valid", config.data.history_length())[0][:users]
     inputs = model.history_inputs(histories)["input_ids"]
     last = min(last, int(np.max(np.count_nonzero(np.asarray(inputs), axis=1), initial=0)))
     if last < 2:

@@ -40,7 +40,7 @@ from bert4rec_tf.experiments.records import (make_record, own_record, provenance
 from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs
 from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
-from bert4rec_tf.tasks import recipe_overrides
+from bert4rec_tf.tasks import preset, recipe_overrides
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -87,9 +87,10 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> lis
     """The train command line of `run`."""
     command = [*TRAIN, "--dataset", run.dataset, "--model", run.model, "--model_dir", os.path.join(args.out, "runs", run.name),
                "--seed", str(args.seed), "--eval_every", str(args.eval_every), "--recipe", args.recipe]
-    if args.budget:
+    trains = preset(run.dataset, run.model).has("train_steps")  # a family that trains nothing takes no length
+    if args.budget and trains:
         command += ["--time_budget", args.budget]
-    if args.train_steps:
+    if args.train_steps and trains:
         command += ["--train_steps", str(args.train_steps)]
         if args.recipe != "paper":
             command += ["--config", "time_budget=0"]

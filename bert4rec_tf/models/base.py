@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from bert4rec_tf.config import PADDING_FREE_CHOICES, ModelConfig
+from bert4rec_tf.config import PADDING_FREE_CHOICES, ModelConfig, model_section
 from bert4rec_tf.layers import TransformerBlock
 
 
@@ -36,11 +36,12 @@ class SequentialRecommender(keras.Model):
     """Base class of every model; see the module docstring for the contract.
 
     Args:
-        config: the model section of the configuration (or its dict form), `vocab_size` set.
+        config: the model section of the configuration, its family's class
+            (`bert4rec_tf.config.model_section`), or its dict form; `vocab_size` set.
         **kwargs: passed to `keras.Model`.
 
     Raises:
-        ValueError: when `config.vocab_size` is not set.
+        ValueError: when `config.vocab_size` is not set, or a setting is out of range (`Section.check`).
     """
 
     # True: the model scores with a vector per training user and needs `users` (see the module docstring).
@@ -54,10 +55,10 @@ class SequentialRecommender(keras.Model):
 
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(config, dict):
-            config = ModelConfig(**config)
+        config = model_section(config)
         if config.vocab_size <= 0:
             raise ValueError(f"vocab_size must be set from the data, got {config.vocab_size}")
+        config.check()  # its loss one of the family's, its sizes in range
         self.model_config = config
 
     def get_config(self) -> dict:

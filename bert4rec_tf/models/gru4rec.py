@@ -23,7 +23,6 @@ from bert4rec_tf.models.losses import (
 
 # The ranking losses over sampled negatives, by `config.loss`; "ce" is the softmax over every item.
 RANKING_LOSSES = {"top1": top1_losses, "bpr": bpr_losses, "top1_max": top1_max_losses, "bpr_max": bpr_max_losses}
-LOSSES = ("top1", "bpr", "ce", "bpr_max", "top1_max")
 
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
@@ -64,8 +63,6 @@ class GRU4Rec(SequentialRecommender):
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(config, **kwargs)
         config = self.model_config
-        if config.loss not in LOSSES:
-            raise ValueError(f"GRU4Rec's loss must be one of {', '.join(LOSSES)}, got {config.loss!r}")
         self.embedding = keras.layers.Embedding(config.vocab_size, config.hidden_size,
                                                 embeddings_initializer=kernel_initializer(), dtype=self.dtype_policy,
                                                 name="item_embedding")

@@ -14,7 +14,6 @@ from bert4rec_tf.models.base import (SequentialRecommender, fit_transformer_stat
 from bert4rec_tf.models.history import last_items
 from bert4rec_tf.models.losses import next_item_bce_loss, next_item_ce_loss, next_item_sampled_softmax_loss
 
-LOSSES = ("bce", "ce", "sampled_softmax")
 
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
@@ -44,8 +43,6 @@ class SASRec(SequentialRecommender):
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(config, **kwargs)
         config = self.model_config
-        if config.loss not in LOSSES:
-            raise ValueError(f"SASRec's loss must be one of {', '.join(LOSSES)}, got {config.loss!r}")
         self.embedding = ItemEmbedding(
             vocab_size=config.vocab_size,
             hidden_size=config.hidden_size,

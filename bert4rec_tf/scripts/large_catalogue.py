@@ -38,7 +38,7 @@ import numpy as np
 from bert4rec_tf import cli
 from bert4rec_tf.files import atomic_path, package_environment, write_json_atomic
 from bert4rec_tf.scripts.scale_check import tailed_lengths
-from bert4rec_tf.tasks import task_of_preset
+from bert4rec_tf.tasks import preset
 
 FOLLOW = 0.6  # the chance that the next item follows the previous one
 STRIDE = 10  # how far it follows: 1 to STRIDE ids after it
@@ -173,10 +173,10 @@ def _run(args) -> int:
     if args.sparse_updates:
         settings += ["--config", "train.sparse_updates=true"]
     # No static instances: a family that masks its windows masks them as it trains (only it takes the setting).
-    masking = ["--config", "train.dynamic_masking=true"] if "train.dynamic_masking" in task_of_preset(
-        args.model).settings else []
+    masking = (["--config", "static_instances=false", "--config", "train.dynamic_masking=true"]
+               if preset("custom", args.model).has("train.dynamic_masking") else [])
     stages = {
-        "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, "--config", "static_instances=false", *masking],
+        "prepare": ["-m", "bert4rec_tf.scripts.prepare_data", *data, *masking],
         "train": ["-m", "bert4rec_tf.scripts.train", *data, "--model_dir", model_dir, "--loss", "sampled_softmax",
                   *settings],
         "evaluate": ["-m", "bert4rec_tf.scripts.evaluate", "--model_dir", model_dir,

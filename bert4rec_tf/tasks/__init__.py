@@ -1,7 +1,9 @@
 """Model families as Tasks (see `bert4rec_tf.tasks.base`), registered by name.
 
-Adding a family: one module with its `Task` subclass (model, training stream, features, presets) and
-one `register_task` line below; docs/architecture.md walks through an example.
+Adding a family inside the package: one module with its configuration sections and its `Task`
+subclass (model, training stream, features, presets) and one `register_task` line below. From
+outside the package: an installed distribution declares its Task in the entry-point group
+`bert4rec_tf.tasks` (`load_plugins`); docs/architecture.md walks through an example.
 """
 
 from bert4rec_tf.tasks.base import Task
@@ -18,11 +20,12 @@ from bert4rec_tf.tasks.registry import (
                                         REFERENCE_TASK,
                                         TASKS,
                                         get_task,
+                                        load_plugins,
                                         preset,
                                         preset_names,
                                         recipe_overrides,
                                         reference_model,
-                                        refuse_unread_settings,
+                                        refuse_inactive_settings,
                                         register_task,
                                         task_of_preset,
                                         validate,
@@ -38,6 +41,8 @@ register_task(GRU4RecPlusTask())
 register_task(BPRMFTask())
 register_task(NCFTask())
 register_task(FPMCTask())
+load_plugins()
 
-__all__ = ["REFERENCE_TASK", "TASKS", "Task", "get_task", "preset", "preset_names", "recipe_overrides",
-           "reference_model", "refuse_unread_settings", "register_task", "task_of_preset", "validate"]
+__all__ = ["REFERENCE_TASK", "TASKS", "Task", "get_task", "load_plugins", "preset", "preset_names",
+           "recipe_overrides", "reference_model", "refuse_inactive_settings", "register_task", "task_of_preset",
+           "validate"]

@@ -5,12 +5,12 @@ model or a kind of training data. A Task owns:
 
 - its presets (`presets`: preset name -> scope ("*" or a data set) -> overrides) and what the
   short-budget `cpu-*` recipes change for it (`cpu_recipes`: preset name -> data set -> overrides);
-- validating its settings (`validate`, beside the generic checks of `ExperimentConfig.validate`);
+- its configuration: one class per section (`data_config`, `model_config`, `train_config`,
+  `bert4rec_tf.config.sections`), whose fields are the settings the family has, and the checks across
+  sections (`validate`, beside each section's own, `ExperimentConfig.validate`);
 - building its model from the model section (`build_model`);
 - its training stream (`training_stream`): a pure function of the first instance number, so that a
   resumed run continues it exactly; its seeds come from `bert4rec_tf.data.seeds.Stream`;
-- which of the settings that only some families read it reads (`settings`, `reads`): a command
-  line that changes one it does not read is refused rather than run as if it had effect;
 - which features of a training batch run along the sequence, and on which side they are padded
   (`sequence_features`, `padded_left`), for padding-aware batches;
 - the features of its validation loss (`loss_features`);
@@ -26,28 +26,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bert4rec_tf.config import ExperimentConfig, ModelConfig
+from bert4rec_tf.config import DataConfig, ExperimentConfig, ModelConfig, RunConfig
 
 # preset name -> scope ("*": every data set, or a data set's name) -> {config key: value}
 Presets = dict[str, dict[str, dict[str, Any]]]
-
-# The settings ("section.field") that only some families read; each Task names those it reads
-# (`Task.settings`, `Task.reads`). The others (sizes every family has, the data split, the
-# optimiser, the evaluation) concern every trained family.
-FAMILY_SETTINGS = tuple(f"model.{field}" for field in (
-    "hidden_size", "num_layers", "num_heads", "intermediate_size", "hidden_dropout", "attention_dropout",
-    "use_position_embedding", "use_ffn", "use_layer_norm", "use_residual", "padding_free", "code_network",
-    "match_negatives", "match_scale", "train_negatives", "negative_alpha", "l2", "next_targets", "conv_filters",
-    "vertical_filters", "learned_padding", "bpr_max_reg", "sampled_negatives")) + (
-    "data.masked_lm_prob", "data.max_predictions_per_seq", "data.dupe_factor", "data.mask_prob", "data.mask_runs",
-    "data.match_only_prob", "data.prop_sliding_window", "train.dynamic_masking")
-# What every Transformer family reads (BERT4Rec's and SASRec's encoders, `bert4rec_tf.models.base`).
-TRANSFORMER_SETTINGS = tuple(f"model.{field}" for field in (
-    "hidden_size", "num_layers", "num_heads", "intermediate_size", "hidden_dropout", "attention_dropout",
-    "use_position_embedding", "use_ffn", "use_layer_norm", "use_residual", "padding_free"))
-# What a softmax model reads under `--loss sampled_softmax` (`bert4rec_tf.models.base.catalogue_sampler`).
-SAMPLED_SOFTMAX_SETTINGS = ("model.sampled_negatives", "model.negative_alpha")
-
 
 class Task:
     """A model family: its presets, settings checks, model, training stream and validation features.
@@ -59,10 +41,10 @@ class Task:
     name: str = ""
     presets: Presets = {}
     cpu_recipes: dict[str, dict[str, dict[str, Any]]] = {}
-    # The values of `model.loss` the family trains with (the first is its default).
-    losses: tuple[str, ...] = ("ce",)
-    # Data settings the family needs as given: {data field: value}.
-    data_requirements: dict[str, Any] = {"matching": False}
+    # The classes of the family's sections: their fields are its settings.
+    data_config: type[DataConfig] = DataConfig
+    model_config: type[ModelConfig] = ModelConfig
+    train_config: type[RunConfig] = RunConfig
     # Whether the family has weights to train (False: its statistics are its whole model).
     trains: bool = True
     # Whether the family reads the order of a history (False: a user's items as a set, BPR-MF and
@@ -72,35 +54,21 @@ class Task:
     # only, for a family whose full scoring costs many training intervals; the test ranks every
     # item all the same).
     full_ranking_validation: bool = True
-    # Of `FAMILY_SETTINGS`, those the family reads whatever its loss (`reads` adds a loss's own).
-    settings: tuple[str, ...] = ()
     sequence_features: tuple[str, ...] = ()
     padded_left: bool = False
     attention_last_label: str | None = None
 
+    @property
+    def losses(self) -> tuple[str, ...]:
+        """The values of `model.loss` the family trains with (the first is its default)."""
+        return self.model_config.losses
+
     def validate(self, config: ExperimentConfig) -> None:
-        """Checks the settings only this family constrains.
+        """Checks what the family constrains across its sections (each section checks its own fields).
 
         Raises:
             ValueError: one line naming the flag (or `--config section.key`) and the value.
         """
-        model = config.model
-        if "model.num_heads" in self.reads(config) and model.hidden_size % model.num_heads:
-            raise ValueError(f"--config num_heads must be at least 1 and a divisor of hidden_size {model.hidden_size}, "
-                             f"got {model.num_heads}")
-        if config.model.loss not in self.losses:
-            raise ValueError(f"--loss must be {' or '.join(repr(loss) for loss in self.losses)} for {self.name}, "
-                             f"got {config.model.loss!r}")
-        for field, value in self.data_requirements.items():
-            if getattr(config.data, field) != value:
-                raise ValueError(f"--config {field} must be {str(value).lower()} for {self.name}, "
-                                 f"got {getattr(config.data, field)!r}")
-
-    def reads(self, config: ExperimentConfig) -> frozenset[str]:
-        """Of `FAMILY_SETTINGS`, those a run of this family with `config` reads: `settings`, and
-        under `--loss sampled_softmax` the sampled head's."""
-        extra = SAMPLED_SOFTMAX_SETTINGS if config.model.loss == "sampled_softmax" else ()
-        return frozenset(self.settings + extra)
 
     def build_model(self, config: ModelConfig):
         """The family's `SequentialRecommender` for the model section `config` (`vocab_size` set),

@@ -18,10 +18,28 @@ the measurements).
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import numpy as np
 
-from bert4rec_tf.config import ExperimentConfig, ModelConfig
+from bert4rec_tf.config import (DataConfig, EmbeddingPart, ExperimentConfig, L2Part, NegativesPart, TrainConfig,
+                                TrainedModelConfig)
 from bert4rec_tf.tasks.base import Task, history_features
+
+
+@dataclasses.dataclass
+class FactorConfig(EmbeddingPart, NegativesPart, L2Part, TrainedModelConfig):
+    """The model section of a family of factor vectors trained by BPR on single interactions (BPR-MF,
+    FPMC): d, the negatives and the L2 penalty.
+
+    Attributes:
+        loss: "bpr", the BPR paper's pairwise loss.
+    """
+
+    name: str = "bpr_mf"
+    loss: str = "bpr"
+    losses: ClassVar[tuple[str, ...]] = ("bpr",)
 
 # What the `cpu-*` recipes change for a family trained on interactions (see the module docstring); the
 # rate is the shared recipes' 3e-3, which learned faster than 1e-3 for BPR-MF and FPMC on Beauty's
@@ -33,8 +51,8 @@ def bpr_preset(name: str) -> dict:
     """The preset of family `name` trained by BPR on single interactions (BPR-MF, FPMC): d 64, one
     negative per positive, Adam at 1e-3 in batches of 256 without weight decay, L2 0.01 (0.001 on
     ML-1m; see the module docstring)."""
-    return {name: {"*": {"model.name": name, "loss": "bpr", "hidden_size": 64, "l2": 0.01, "train_negatives": 1,
-                         "learning_rate": 1e-3, "batch_size": 256, "weight_decay": 0.0, "static_instances": False},
+    return {name: {"*": {"loss": "bpr", "hidden_size": 64, "l2": 0.01, "train_negatives": 1,
+                         "learning_rate": 1e-3, "batch_size": 256, "weight_decay": 0.0},
                    "ml-1m": {"l2": 0.001}}}
 
 
@@ -45,13 +63,14 @@ class InteractionTask(Task):
     """
 
     sequential = False
-    settings = ("model.hidden_size", "model.train_negatives", "model.negative_alpha", "model.l2")
+    data_config = DataConfig
+    train_config = TrainConfig
 
     def model_class(self):
         """The family's model class."""
         raise NotImplementedError
 
-    def build_model(self, config: ModelConfig):
+    def build_model(self, config):
         model = self.model_class()(config)
         model.build()
         return model
@@ -89,7 +108,7 @@ class BPRMFTask(InteractionTask):
     name = "bpr_mf"
     presets = bpr_preset("bpr_mf")
     cpu_recipes = {"bpr_mf": INTERACTION_CPU_RECIPES}
-    losses = ("bpr",)
+    model_config = FactorConfig
 
     def model_class(self):
         from bert4rec_tf.models.bpr_mf import BPRMF

@@ -10,10 +10,47 @@ cross-entropy ("bce"). Training windows slide one item at a time over each user'
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import numpy as np
 
-from bert4rec_tf.config import PRESETS, ExperimentConfig, ModelConfig
+from bert4rec_tf.config import (PRESETS, EmbeddingPart, ExperimentConfig, L2Part, NegativesPart, TrainConfig,
+                                TrainedModelConfig, WindowData)
+from bert4rec_tf.config.sections import check_at_least_one, check_dropout, require
 from bert4rec_tf.tasks.base import Task, history_features
+
+
+@dataclasses.dataclass
+class CaserConfig(EmbeddingPart, NegativesPart, L2Part, TrainedModelConfig):
+    """Caser's model section.
+
+    Attributes:
+        max_len: L, the latest items a window holds (kept equal to `data.max_len`).
+        hidden_dropout: dropout on the convolutions' output.
+        next_targets: T, the next items each training window predicts.
+        conv_filters: the horizontal filters per height (n_h).
+        vertical_filters: the vertical filters (n_v).
+        learned_padding: embed the padding item 0 with a learned row, as the authors' code does
+            (false: the zero vector, the zero-padded history of the paper).
+        loss: "bce", the paper's binary cross-entropy against `train_negatives` negatives a target.
+    """
+
+    name: str = "caser"
+    max_len: int = 200
+    hidden_dropout: float = 0.2
+    next_targets: int = 1
+    conv_filters: int = 16
+    vertical_filters: int = 4
+    learned_padding: bool = False
+    loss: str = "bce"
+    losses: ClassVar[tuple[str, ...]] = ("bce",)
+
+    def check(self) -> None:
+        super().check()
+        check_at_least_one(self, "next_targets", "conv_filters")
+        require(self.vertical_filters >= 0, "vertical_filters", self.vertical_filters, "at least 0")
+        check_dropout(self, "hidden_dropout")
 
 # What the `cpu-*` recipes set on every data set (they set max_len 100 on ML-1m, batch 128 and dropout
 # 0.1-0.2, for the Transformers): Caser's own L 5, batch 512 and dropout 0.5, and the shared
@@ -27,22 +64,19 @@ class CaserTask(Task):
 
     name = "caser"
     presets = {"caser": {
-        "*": {"model.name": "caser", "max_len": 5, "hidden_size": 50, "next_targets": 3, "vertical_filters": 4,
+        "*": {"max_len": 5, "hidden_size": 50, "next_targets": 3, "vertical_filters": 4,
               "conv_filters": 16, "hidden_dropout": 0.5, "learning_rate": 1e-3, "batch_size": 512,
-              "train_negatives": 3, "l2": 1e-6, "weight_decay": 0.0, "loss": "bce", "static_instances": False,
-              # Unused by Caser (its windows step by one item); 1.0 keeps the generic check valid at L 5.
-              "prop_sliding_window": 1.0},
+              "train_negatives": 3, "l2": 1e-6, "weight_decay": 0.0, "loss": "bce"},
         # The authors' code trains 50 epochs (n_iter): of 945,251 windows on ML-1m and 109,832 on Beauty.
         "ml-1m": {"train_steps": 92_300},
         "beauty": {"train_steps": 10_700},
     }}
     cpu_recipes = {"caser": {dataset: dict(_CPU_START) for dataset in PRESETS}}
-    losses = ("bce",)
-    settings = tuple(f"model.{field}" for field in ("hidden_size", "hidden_dropout", "train_negatives",
-                                                     "negative_alpha", "l2", "next_targets", "conv_filters",
-                                                     "vertical_filters", "learned_padding"))
+    data_config = WindowData
+    model_config = CaserConfig
+    train_config = TrainConfig
 
-    def build_model(self, config: ModelConfig):
+    def build_model(self, config: CaserConfig):
         from bert4rec_tf.models.caser import Caser
 
         model = Caser(config)

@@ -9,8 +9,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from bert4rec_tf.config import PRESETS, ExperimentConfig, ModelConfig
-from bert4rec_tf.tasks.base import TRANSFORMER_SETTINGS, Task, history_features
+import dataclasses
+from typing import ClassVar
+
+from bert4rec_tf.config import (PRESETS, ExperimentConfig, MaskedData, MaskedTraining, SampledSoftmaxPart,
+                                TrainedModelConfig, TransformerPart)
+from bert4rec_tf.tasks.base import Task, history_features
+
+
+@dataclasses.dataclass
+class BERT4RecConfig(SampledSoftmaxPart, TransformerPart, TrainedModelConfig):
+    """BERT4Rec's model section: the Transformer encoder, and the sampled head under "sampled_softmax".
+
+    Attributes:
+        loss: "ce" (the paper's: the masked items' cross-entropy over every item) or
+            "sampled_softmax" (K sampled negatives, not the paper's loss).
+    """
+
+    name: str = "bert4rec"
+    loss: str = "ce"
+    losses: ClassVar[tuple[str, ...]] = ("ce", "sampled_softmax")
 
 
 class ClozeTask(Task):
@@ -18,18 +36,16 @@ class ClozeTask(Task):
 
     name = "bert4rec"
     presets = {"bert4rec": {}, "bert4rec_1mask": {"*": {"max_predictions_per_seq": 1}}}
-    losses = ("ce", "sampled_softmax")
+    data_config = MaskedData
+    model_config = BERT4RecConfig
+    train_config = MaskedTraining
     # BERT4Rec (1 mask) is its one masked slot per instance: the recipes' 20 slots on ML-1m must not
     # replace it, or the model trains as BERT4Rec.
     cpu_recipes = {"bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS}}
-    settings = TRANSFORMER_SETTINGS + ("data.masked_lm_prob", "data.max_predictions_per_seq", "data.dupe_factor",
-                                       "data.mask_prob", "data.mask_runs", "data.prop_sliding_window",
-                                       "train.dynamic_masking")
     sequence_features = ("input_ids", "input_mask")
     attention_last_label = "[mask]"
 
     def validate(self, config: ExperimentConfig) -> None:
-        super().validate(config)
         if not (config.data.static_instances or config.train.dynamic_masking):
             raise ValueError(f"{config.model.name} trains on masked instances: set --config train.dynamic_masking=true "
                              "or --config data.static_instances=true")
@@ -39,7 +55,7 @@ class ClozeTask(Task):
 
         return BERT4Rec
 
-    def build_model(self, config: ModelConfig):
+    def build_model(self, config: BERT4RecConfig):
         # Packed: logits only for the real masked slots in training.
         model = self.model_class()(config, packed=True)
         model.build()

@@ -11,7 +11,16 @@ BPR-MF (`INTERACTION_CPU_RECIPES`).
 
 from __future__ import annotations
 
-from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, InteractionTask, bpr_preset
+import dataclasses
+
+from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, FactorConfig, InteractionTask, bpr_preset
+
+
+@dataclasses.dataclass
+class FPMCConfig(FactorConfig):
+    """FPMC's model section: BPR-MF's settings, for both factorisations."""
+
+    name: str = "fpmc"
 
 
 class FPMCTask(InteractionTask):
@@ -20,7 +29,7 @@ class FPMCTask(InteractionTask):
     name = "fpmc"
     presets = bpr_preset("fpmc")
     cpu_recipes = {"fpmc": INTERACTION_CPU_RECIPES}
-    losses = ("bpr",)
+    model_config = FPMCConfig
     sequential = True
 
     def model_class(self):

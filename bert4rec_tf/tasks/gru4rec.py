@@ -1,7 +1,7 @@
 """GRU4Rec (Hidasi et al., ICLR 2016) and GRU4Rec+ (Hidasi & Karatzoglou, CIKM 2018): baselines of
 the BERT4Rec paper's Table 2, one model (`bert4rec_tf.models.gru4rec`) with two families of losses.
 
-Both train on SASRec's stream (`NextItemTask`): windows of max_len + 1 items padded on the left,
+Both train on SASRec's windows (`NextItemWindowsTask`): windows of max_len + 1 items padded on the left,
 every position predicting the next item, so a user's history is read in one sequence (GRU4Rec's
 session-parallel mini-batches read sessions; here a user's training items are one session). The
 negatives of a target are the next items of the batch's other rows at the same column, GRU4Rec's
@@ -20,16 +20,64 @@ paper ran GRU4Rec+ with), Adam at 1e-3 instead of Adagrad at 0.1.
 
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
+from typing import Callable, ClassVar
 
 import numpy as np
 
-from bert4rec_tf.config import ExperimentConfig, ModelConfig
-from bert4rec_tf.tasks.next_item import NextItemTask
+from bert4rec_tf.config import EmbeddingPart, ExperimentConfig, NegativesPart, TrainedModelConfig
+from bert4rec_tf.config.sections import check_at_least_one, check_dropout, check_nonnegative
+from bert4rec_tf.tasks.next_item import NextItemWindowsTask
+
+
+@dataclasses.dataclass
+class GRU4RecConfig(EmbeddingPart, TrainedModelConfig):
+    """GRU4Rec's model section.
+
+    Attributes:
+        max_len: the latest items the GRU reads (kept equal to `data.max_len`).
+        num_layers: stacked GRU layers.
+        hidden_dropout: dropout on the GRU's input embeddings and its output states.
+        loss: "top1" (the paper's best on RSC15), "bpr" (both against the batch's other targets) or
+            "ce" (softmax over every item).
+    """
+
+    name: str = "gru4rec"
+    max_len: int = 200
+    num_layers: int = 2
+    hidden_dropout: float = 0.2
+    loss: str = "top1"
+    losses: ClassVar[tuple[str, ...]] = ("top1", "bpr", "ce")
+
+    def check(self) -> None:
+        super().check()
+        check_at_least_one(self, "num_layers")
+        check_dropout(self, "hidden_dropout")
+
+
+@dataclasses.dataclass
+class GRU4RecPlusConfig(NegativesPart, GRU4RecConfig):
+    """GRU4Rec+'s model section: GRU4Rec's, with `train_negatives` shared negatives a batch.
+
+    Attributes:
+        loss: "bpr_max" or "top1_max" (the GRU4Rec+ paper's losses).
+        bpr_max_reg: the score regularisation lambda of BPR-max.
+    """
+
+    name: str = "gru4rec_plus"
+    loss: str = "bpr_max"
+    bpr_max_reg: float = 1.0
+    losses: ClassVar[tuple[str, ...]] = ("bpr_max", "top1_max")
+    loss_fields: ClassVar[dict[str, tuple[str, ...]]] = {"bpr_max_reg": ("bpr_max",)}
+
+    def check(self) -> None:
+        super().check()
+        check_nonnegative(self, "bpr_max_reg")
+
 
 # The settings both presets share.
-_COMMON_PRESET = {"static_instances": False, "prop_sliding_window": 0.5, "hidden_size": 100, "num_layers": 1,
-                  "num_heads": 1, "weight_decay": 0.0, "learning_rate": 1e-3, "max_len": 50}
+_COMMON_PRESET = {"prop_sliding_window": 0.5, "hidden_size": 100, "num_layers": 1, "weight_decay": 0.0,
+                  "learning_rate": 1e-3, "max_len": 50}
 
 # The `cpu-*` recipes' starting values, on top of the shared ones (batch 128, rate 3e-3 on ML-1m and
 # Beauty, max_len 100 on ML-1m, hidden dropout 0.1 / 0.2, warm-up 500 on Beauty), to be settled by
@@ -42,50 +90,36 @@ _CPU_GRU4REC = {"ml-1m": {"hidden_dropout": 0.2}, "beauty": {"hidden_dropout": 0
 _CPU_GRU4REC_PLUS = {"ml-1m": {"batch_size": 32}}
 
 
-class GRU4RecTask(NextItemTask):
+class GRU4RecTask(NextItemWindowsTask):
     """GRU4Rec: SASRec's next-item windows without its sampled negatives; the batch's other targets
     are the negatives ("top1", "bpr"), or a softmax over every item ("ce")."""
 
     name = "gru4rec"
     presets = {"gru4rec": {
-        "*": {"model.name": "gru4rec", **_COMMON_PRESET, "hidden_dropout": 0.5, "batch_size": 50, "loss": "top1"},
+        "*": {**_COMMON_PRESET, "hidden_dropout": 0.5, "batch_size": 50, "loss": "top1"},
         "ml-1m": {"max_len": 200},
     }}
     cpu_recipes = {"gru4rec": _CPU_GRU4REC}
-    losses = ("top1", "bpr", "ce")
-    settings = ("model.hidden_size", "model.num_layers", "model.hidden_dropout", "data.prop_sliding_window")
-    sequence_features = ("input_ids", "positive_ids")
-    attention_last_label = None
+    model_config = GRU4RecConfig
 
     def validate(self, config: ExperimentConfig) -> None:
         """Also: the in-batch negatives need two rows a batch."""
-        super().validate(config)
         if config.model.loss in ("top1", "bpr") and config.train.batch_size < 2:
             raise ValueError(f"--batch_size must be at least 2 for {self.name}'s {config.model.loss!r} loss, whose "
                              f"negatives are the batch's other targets, got {config.train.batch_size}")
 
-    def build_model(self, config: ModelConfig):
+    def build_model(self, config: GRU4RecConfig):
         from bert4rec_tf.models.gru4rec import GRU4Rec
 
         model = GRU4Rec(config)
         model.build()
         return model
 
-    def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]) -> Callable:
-        """SASRec's stream (`NextItemTask.training_stream`) without its `negative_ids`."""
-        import tensorflow as tf
-
-        windows = super().training_stream(config, prepared, train)
-        return lambda start: windows(start).map(
-            lambda batch: {name: value for name, value in batch.items() if name != "negative_ids"},
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-
     def loss_features(self, model, histories, targets, negatives, users=None):
         """The target after the newest item (the last column); with no batch to draw from, its
         negatives are all the user's given negatives (`negatives`: the uniform validation candidates),
         which "ce" ignores."""
         features = super().loss_features(model, histories, targets, negatives, users)
-        del features["negative_ids"]
         features["negatives"] = np.asarray(negatives, dtype=np.int64)
         return features
 
@@ -95,17 +129,12 @@ class GRU4RecPlusTask(GRU4RecTask):
 
     name = "gru4rec_plus"
     presets = {"gru4rec_plus": {
-        "*": {"model.name": "gru4rec_plus", **_COMMON_PRESET, "hidden_dropout": 0.0, "batch_size": 32,
+        "*": {**_COMMON_PRESET, "hidden_dropout": 0.0, "batch_size": 32,
               "loss": "bpr_max", "train_negatives": 2048, "negative_alpha": 0.75, "bpr_max_reg": 1.0},
         "ml-1m": {"max_len": 200},
     }}
     cpu_recipes = {"gru4rec_plus": _CPU_GRU4REC_PLUS}
-    losses = ("bpr_max", "top1_max")
-    settings = GRU4RecTask.settings + ("model.train_negatives", "model.negative_alpha")
-
-    def reads(self, config: ExperimentConfig) -> frozenset[str]:
-        """Also BPR-max's lambda, under that loss."""
-        return super().reads(config) | ({"model.bpr_max_reg"} if config.model.loss == "bpr_max" else set())
+    model_config = GRU4RecPlusConfig
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]) -> Callable:
         """GRU4Rec's stream, each batch with `shared_negatives` int32 [batch, train_negatives]: the

@@ -3,31 +3,51 @@ next item against sampled negatives, trained beside the Cloze task.
 
 Preset "bert4rec_match": the matching paper's d 32 network, lr 1e-4, batch 128, runs of equal items
 masked together. Its instances are the Cloze instances of the matching data
-(`data.matching`), each with `match_negatives` negatives of its user.
+(`bert4rec_tf.config.MatchingData`), each with `match_negatives` negatives of its user.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from bert4rec_tf.config import SHORT_SEQUENCE_DATASETS, ExperimentConfig
-from bert4rec_tf.tasks.cloze import ClozeTask
+from bert4rec_tf.config import SHORT_SEQUENCE_DATASETS, ExperimentConfig, MatchingData
+from bert4rec_tf.config.sections import check_at_least_one
+from bert4rec_tf.tasks.cloze import BERT4RecConfig, ClozeTask
+
+
+@dataclasses.dataclass
+class BERT4RecMatchConfig(BERT4RecConfig):
+    """BERT4Rec's model section and the matching task's.
+
+    Attributes:
+        match_negatives: the matching task's negatives per instance (n).
+        match_scale: the matching task's scale c.
+    """
+
+    name: str = "bert4rec_match"
+    match_negatives: int = 5
+    match_scale: float = 10.0
+
+    def check(self) -> None:
+        super().check()
+        check_at_least_one(self, "match_negatives")
 
 
 class MatchingTask(ClozeTask):
     """The Cloze family with the matching task."""
 
     name = "bert4rec_match"
-    presets = {"bert4rec_match": {"*": {"model.name": "bert4rec_match", "hidden_size": 32, "intermediate_size": 128,
-                                        "learning_rate": 1e-4, "batch_size": 128, "matching": True,
-                                        "mask_runs": True}}}
+    presets = {"bert4rec_match": {"*": {"hidden_size": 32, "intermediate_size": 128,
+                                        "learning_rate": 1e-4, "batch_size": 128, "mask_runs": True}}}
     # On short sequences: rate 5e-3. On a planted-order custom data set (3,000 users, 1,000 items),
     # 1,000 steps of cpu-30m gave full HR@10 0.289 at 3e-3, 0.472 at 5e-3 (data seed 1: 0.324 and
     # 0.486), 0.324 with a 200-step warm-up, 0.245 without matching-only instances (the only-mask
     # network: 0.358, POP 0.124).
     cpu_recipes = {"bert4rec_match": {name: {"learning_rate": 5e-3} for name in SHORT_SEQUENCE_DATASETS}}
-    data_requirements = {"matching": True}
-    settings = ClozeTask.settings + ("model.match_negatives", "model.match_scale", "data.match_only_prob")
+    data_config = MatchingData
+    model_config = BERT4RecMatchConfig
 
     def model_class(self):
         from bert4rec_tf.models.bert4rec_match import BERT4RecMatch

@@ -17,21 +17,45 @@ and on Beauty an L2 penalty of 0.01, first of 0, 0.001, 0.01, 0.03 and 0.1 on va
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
+from bert4rec_tf.config import EmbeddingPart, L2Part, NegativesPart, TrainedModelConfig
+from bert4rec_tf.config.sections import check_at_least_one
 from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, InteractionTask
+
+
+@dataclasses.dataclass
+class NCFConfig(EmbeddingPart, NegativesPart, L2Part, TrainedModelConfig):
+    """NeuMF's model section.
+
+    Attributes:
+        hidden_size: the predictive factors: GMF's d and the width of the MLP's last layer
+            (`bert4rec_tf.models.ncf.mlp_widths`).
+        num_layers: the MLP's layers.
+        loss: "bce", the pointwise log loss against `train_negatives` negatives a positive.
+    """
+
+    name: str = "ncf"
+    num_layers: int = 2
+    loss: str = "bce"
+    losses: ClassVar[tuple[str, ...]] = ("bce",)
+
+    def check(self) -> None:
+        super().check()
+        check_at_least_one(self, "num_layers")
 
 
 class NCFTask(InteractionTask):
     """NeuMF, trained pointwise on each interaction and its sampled negatives."""
 
     name = "ncf"
-    presets = {"ncf": {"*": {"model.name": "ncf", "loss": "bce", "hidden_size": 64, "num_layers": 3, "l2": 0.0,
-                             "train_negatives": 4, "learning_rate": 1e-3, "batch_size": 256, "weight_decay": 0.0,
-                             "static_instances": False}}}
+    presets = {"ncf": {"*": {"loss": "bce", "hidden_size": 64, "num_layers": 3, "l2": 0.0,
+                             "train_negatives": 4, "learning_rate": 1e-3, "batch_size": 256, "weight_decay": 0.0}}}
     cpu_recipes = {"ncf": {**INTERACTION_CPU_RECIPES,
                            "beauty": {**INTERACTION_CPU_RECIPES["beauty"], "hidden_size": 16, "num_layers": 1,
                                       "l2": 0.01}}}
-    losses = ("bce",)
-    settings = InteractionTask.settings + ("model.num_layers",)
+    model_config = NCFConfig
     # Ranking every item at each validation would cost more than the training between them (above);
     # validation scores the pop-100 candidates only (`NCF.score_items`), the test ranks every item.
     full_ranking_validation = False

@@ -6,18 +6,30 @@ is compared with (`bert4rec_tf.tasks.reference_model`).
 
 from __future__ import annotations
 
-from bert4rec_tf.config import ModelConfig
+import dataclasses
+
+from bert4rec_tf.config import DataConfig, ModelConfig, RunConfig
 from bert4rec_tf.tasks.base import Task
+
+
+@dataclasses.dataclass
+class POPConfig(ModelConfig):
+    """POP's model section: nothing beyond the vocabulary the data give it."""
+
+    name: str = "pop"
 
 
 class PopularityTask(Task):
     """Ranking by popularity; no training stream, no loss."""
 
     name = "pop"
-    presets = {"pop": {"*": {"model.name": "pop", "static_instances": False}}}
+    presets = {"pop": {}}
     trains = False
+    data_config = DataConfig
+    model_config = POPConfig
+    train_config = RunConfig
 
-    def build_model(self, config: ModelConfig):
+    def build_model(self, config: POPConfig):
         from bert4rec_tf.models.pop import POP
 
         model = POP(config)

@@ -6,11 +6,10 @@ one of its presets, and a configuration's `model.name` its Task.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from bert4rec_tf.config import RECIPES, ExperimentConfig, ModelConfig, dataset_preset
-from bert4rec_tf.tasks.base import FAMILY_SETTINGS, Task
+from bert4rec_tf.config import RECIPES, ExperimentConfig, Family, ModelConfig, dataset_settings, register_family
+from bert4rec_tf.tasks.base import Task
 
 TASKS: dict[str, Task] = {}
 # The reference every trained run is compared with (its validation must beat this model's).
@@ -18,20 +17,23 @@ REFERENCE_TASK = "pop"
 
 
 def register_task(task: Task) -> Task:
-    """Adds `task` to the registry, by its `name`, with its presets.
+    """Adds `task` to the registry, by its `name`, with its presets and its sections.
 
     Raises:
-        ValueError: when the name or one of its preset names is taken, or a preset would build
-            another family's configuration.
+        ValueError: when the name or one of its preset names is taken, or a preset or recipe of the
+            family sets a key its sections do not have.
     """
     if not task.name or task.name in TASKS:
         raise ValueError(f"a task needs a new name, got {task.name!r} (registered: {', '.join(TASKS)})")
-    for name, scopes in task.presets.items():
-        if name in preset_names():
+    register_family(task.name, Family(task.data_config, task.model_config, task.train_config))
+    schema = ExperimentConfig.for_family(task.name)
+    for name, scopes in {**task.presets, **task.cpu_recipes}.items():
+        if name in task.presets and name in preset_names():
             raise ValueError(f"preset {name!r} of task {task.name!r} is registered already")
-        model_name = scopes.get("*", {}).get("model.name", ModelConfig.name)
-        if model_name != task.name:
-            raise ValueError(f"preset {name!r} of task {task.name!r} sets model.name {model_name!r}")
+        unknown = sorted({key for settings in scopes.values() for key in settings if not schema.has(key)})
+        if unknown:
+            raise ValueError(f"preset {name!r} of task {task.name!r} sets {', '.join(unknown)}, which "
+                             f"{task.name} does not have; its settings: {', '.join(schema.keys())}")
     TASKS[task.name] = task
     return task
 
@@ -65,24 +67,28 @@ def task_of_preset(model: str) -> Task:
 
 
 def preset(dataset: str, model: str = "bert4rec") -> ExperimentConfig:
-    """The original settings of the `--model` preset `model` on `dataset`: the data set's preset
-    (`bert4rec_tf.config.PRESETS`), then the model's overrides for every data set ("*"), then for
-    this one.
+    """The original settings of the `--model` preset `model` on `dataset`: the family's sections at
+    their defaults, the data set's preset (`bert4rec_tf.config.PRESETS`, the settings the family has),
+    then the model's overrides for every data set ("*"), then for this one.
 
     Raises:
         ValueError: for an unknown data set or model, listing the known names.
     """
-    config = dataset_preset(dataset)
-    scopes = task_of_preset(model).presets[model]
+    settings = dataset_settings(dataset)
+    task = task_of_preset(model)
+    config = ExperimentConfig.for_family(task.name)
+    config.override("data.dataset", dataset)
+    config.apply(settings, only_known=True)
+    scopes = task.presets[model]
     for scope in ("*", dataset):
-        for key, value in scopes.get(scope, {}).items():
-            config.override(key, value)
+        config.apply(scopes.get(scope, {}))
     return config
 
 
 def recipe_overrides(name: str, dataset: str, model: str = "bert4rec") -> dict[str, Any]:
-    """The settings recipe `name` gives the preset `model` on `dataset`: its "*" entries, then the data
-    set's own, then the model's for that data set (`cpu-*` recipes only, its Task's `cpu_recipes`).
+    """The settings recipe `name` gives the preset `model` on `dataset`: of its "*" entries and then
+    the data set's own those the family has, then the model's for that data set (`cpu-*` recipes
+    only, its Task's `cpu_recipes`).
 
     Raises:
         ValueError: for an unknown recipe, listing the known ones.
@@ -90,12 +96,15 @@ def recipe_overrides(name: str, dataset: str, model: str = "bert4rec") -> dict[s
     if name not in RECIPES:
         raise ValueError(f"unknown --recipe {name!r}; known: {', '.join(RECIPES)}")
     task = task_of_preset(model)
+    schema = ExperimentConfig.for_family(task.name)
+    shared = {key: value for scope in ("*", dataset) for key, value in RECIPES[name].get(scope, {}).items()
+              if schema.has(key)}
     for_model = task.cpu_recipes.get(model, {}).get(dataset, {}) if name.startswith("cpu-") else {}
-    return {**RECIPES[name].get("*", {}), **RECIPES[name].get(dataset, {}), **for_model}
+    return {**shared, **for_model}
 
 
 def validate(config: ExperimentConfig) -> None:
-    """Checks `config`: the generic checks (`ExperimentConfig.validate`), then its Task's.
+    """Checks `config`: each section's checks (`ExperimentConfig.validate`), then its Task's.
 
     Raises:
         ValueError: one line naming the flag (or `--config section.key`) and the value.
@@ -104,9 +113,10 @@ def validate(config: ExperimentConfig) -> None:
     get_task(config.model.name).validate(config)
 
 
-def refuse_unread_settings(config: ExperimentConfig, given: dict[str, str], model: str | None = None) -> None:
-    """Refuses a setting given on the command line that the run's family does not read: it would be
-    recorded in the run's configuration as if it had shaped the model (`--config l2=0.01` on BERT4Rec).
+def refuse_inactive_settings(config: ExperimentConfig, given: dict[str, str], model: str | None = None) -> None:
+    """Refuses a setting given on the command line that the family reads only under other losses
+    (`Section.loss_fields`): it would be recorded as if it had shaped the model (`--config
+    sampled_negatives=512` without `--loss sampled_softmax`).
 
     Args:
         config: the run's configuration, every override applied.
@@ -115,27 +125,49 @@ def refuse_unread_settings(config: ExperimentConfig, given: dict[str, str], mode
             None: the family's name.
 
     Raises:
-        ValueError: one line naming the key, the family and the families that do read it.
+        ValueError: one line naming the key, the family and the losses that read it.
     """
     task = get_task(config.model.name)
     for field, key in given.items():
-        if field in FAMILY_SETTINGS and field not in task.reads(config):
-            readers = []
-            for other in TASKS.values():
-                losses = [loss for loss in other.losses if field in other.reads(_with_loss(config, loss))]
-                if losses:
-                    readers.append(other.name if len(losses) == len(other.losses)
-                                   else f"{other.name} with --loss {' or '.join(losses)}")
+        section, name = field.split(".", 1)
+        losses = type(getattr(config, section)).losses_reading(name)
+        if losses is not None and config.model.loss not in losses:
             named = task.name if model in (None, task.name) else f"{model} (a {task.name} model)"
             raise ValueError(f"the setting {key} has no effect on {named} with --loss {config.model.loss}: "
-                             f"{field} is read only by {', '.join(readers) or 'no family'}")
-
-
-def _with_loss(config: ExperimentConfig, loss: str) -> ExperimentConfig:
-    """`config` with `model.loss` `loss`."""
-    return dataclasses.replace(config, model=dataclasses.replace(config.model, loss=loss))
+                             f"{named} reads {field} only with --loss {' or '.join(losses)}")
 
 
 def reference_model(config: ModelConfig):
     """The reference model (POP) with the vocabulary of `config`, built; its statistics are not yet fitted."""
-    return get_task(REFERENCE_TASK).build_model(dataclasses.replace(config, name=REFERENCE_TASK))
+    task = get_task(REFERENCE_TASK)
+    return task.build_model(task.model_config(name=REFERENCE_TASK, vocab_size=config.vocab_size,
+                                              num_users=config.num_users))
+
+
+# The entry-point group through which an installed distribution adds a model family.
+PLUGIN_GROUP = "bert4rec_tf.tasks"
+
+
+def load_plugins() -> list[str]:
+    """Registers the Task of every entry point in `PLUGIN_GROUP` (a `Task` subclass or instance, e.g.
+    `bigram = my_package.bigram:BigramTask` under `[project.entry-points."bert4rec_tf.tasks"]`), once;
+    returns the names registered. A plugin that fails to load or register is left out with a warning
+    naming it and the cause: the package's own families work whatever an installed plugin does.
+    """
+    import importlib.metadata
+    import warnings
+
+    registered = []
+    for point in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+        try:
+            task = point.load()
+            task = task() if isinstance(task, type) else task
+            if not isinstance(task, Task):
+                raise TypeError(f"{point.value} is not a bert4rec_tf.tasks.Task")
+            if TASKS.get(task.name) is not None and type(TASKS[task.name]) is type(task):
+                continue  # loaded already
+            registered.append(register_task(task).name)
+        except Exception as error:  # noqa: BLE001 (any fault of a plugin's code)
+            warnings.warn(f"the model family plugin {point.name!r} ({point.value}) was not loaded: {error}",
+                          stacklevel=2)
+    return registered

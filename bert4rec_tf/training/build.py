@@ -68,4 +68,4 @@ def training_stream(task: Task, config: ExperimentConfig, prepared, train: list[
     if not groups or not task.sequence_features:
         return full_width
     return lambda start: length_grouped(full_width, start, config.train.batch_size, groups, task.sequence_features,
-                                        task.padded_left, config.data.max_len, config.data.seed)
+                                        task.padded_left, config.data.history_length(), config.data.seed)

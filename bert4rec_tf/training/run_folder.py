@@ -39,7 +39,7 @@ from typing import Iterator
 
 from bert4rec_tf.config import ExperimentConfig, config_differences
 from bert4rec_tf.data.download import file_records
-from bert4rec_tf.data.prepare import PreparedData
+from bert4rec_tf.data.prepare import PreparedData, earlier_keys
 from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
 
 STATE_VERSION = 4
@@ -71,6 +71,21 @@ def data_identity(prepared: PreparedData) -> dict:
     return {"source": prepared.metadata["source"]["identity"],
             "data_key": os.path.basename(os.path.normpath(prepared.directory)),
             "data_directory": prepared.directory}
+
+
+def same_data(recorded: dict, prepared: PreparedData, recorded_config: dict) -> bool:
+    """Whether the data record `recorded` (run.json's, or results.json's "data") names `prepared`: as
+    `data_identity` gives it, or, for a run whose configuration `recorded_config` is of the earlier
+    format (one data section for every family), by the key the same data had then
+    (`prepare.earlier_keys`), in the same data folder."""
+    identity = data_identity(prepared)
+    if {key: recorded.get(key) for key in identity} == identity:
+        return True
+    folder = recorded.get("data_directory")
+    return (recorded.get("source") == identity["source"]
+            and (folder is None or os.path.dirname(os.path.normpath(folder))
+                 == os.path.dirname(os.path.normpath(prepared.directory)))
+            and recorded.get("data_key") in earlier_keys(recorded_config.get("data", {}), identity["source"]))
 
 
 class RunFolder:
@@ -196,9 +211,8 @@ class RunFolder:
         """
         config.model.vocab_size = int(prepared.metadata["vocab_size"])
         config.model.num_users = int(prepared.metadata["num_users"])
-        config.model.max_len = config.data.max_len
         if state["step"]:
-            self._check_same_run(config, data_identity(prepared), state)
+            self._check_same_run(config, prepared, state)
 
     def record(self, config: ExperimentConfig, prepared: PreparedData) -> None:
         """Writes config.json and run.json (after `check`, once the run's checkpoint has loaded)."""
@@ -226,10 +240,12 @@ class RunFolder:
             raise ValueError(f"{self.directory} holds a run with another configuration ({', '.join(changed)} "
                              "differ); use a new --model_dir")
 
-    def _check_same_run(self, config: ExperimentConfig, identity: dict, state: dict) -> None:
-        where = self.directory
+    def _check_same_run(self, config: ExperimentConfig, prepared: PreparedData, state: dict) -> None:
+        where, identity = self.directory, data_identity(prepared)
         self._check_config(config)
         recorded = self.data_record()
+        if same_data(recorded, prepared, read_json(self.path("config.json"), "run configuration")):
+            recorded = identity  # the record `record` writes next
         for key, what in (("source", "source file"), ("data_key", "prepared data")):
             if recorded.get(key) != identity[key]:
                 raise ValueError(f"{where} was trained on another {what} ({key} {recorded.get(key)}, this "

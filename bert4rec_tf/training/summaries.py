@@ -27,7 +27,7 @@ import shutil
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
 
-from bert4rec_tf.config import ExperimentConfig, loss_note
+from bert4rec_tf.config import ExperimentConfig
 
 RESULTS = "results"
 
@@ -37,7 +37,7 @@ def hparam_values(config: ExperimentConfig) -> dict[str, bool | int | float | st
     and "loss_note": what `loss_note` says of a loss that is not the paper's ("" for the paper's)."""
     values = {f"{section}.{name}": value for section, fields in config.to_dict().items()
               for name, value in fields.items()}
-    return {**values, "loss_note": loss_note(config.model) or ""}
+    return {**values, "loss_note": config.model.loss_note() or ""}
 
 
 def _write(directory: str, step: int, write) -> None:

@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert4rec_tf.config import ExperimentConfig, config_differences, loss_note
+from bert4rec_tf.config import ExperimentConfig, config_differences
 from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.pipeline import evaluation_histories
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
@@ -47,7 +47,7 @@ from bert4rec_tf.training.callbacks import (
 )
 from bert4rec_tf.training.distribution import is_chief, make_strategy, worker_folder
 from bert4rec_tf.training.registration import register_keras_objects
-from bert4rec_tf.training.run_folder import RunFolder, data_identity
+from bert4rec_tf.training.run_folder import RunFolder, same_data
 from bert4rec_tf.training.schedule import finished, patience_spent, train_intervals
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
 
@@ -185,10 +185,10 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
         protocols = VALIDATION_PROTOCOLS if task.full_ranking_validation else VALIDATION_PROTOCOLS[:1]
 
         def validate(m):
-            return evaluate(m, sequences, "valid", config.data.max_len, candidates, protocols=protocols,
+            return evaluate(m, sequences, "valid", config.data.history_length(), candidates, protocols=protocols,
                             users=evaluated)
 
-        histories, targets = evaluation_histories(sequences, "valid", config.data.max_len)
+        histories, targets = evaluation_histories(sequences, "valid", config.data.history_length())
         validation_histories = histories[:ATTENTION_USERS]
         validation_loss = validation_loss_function(model, task.loss_features, histories, targets,
                                                    candidates["uniform_valid"])
@@ -223,7 +223,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
 
     if validate is not None and state["best_weights"]:
         load_checkpoint(model, run.checkpoint(state["best_weights"]))
-    results = evaluate(model, sequences, "test", config.data.max_len, candidates, batch_size=256, users=evaluated)
+    results = evaluate(model, sequences, "test", config.data.history_length(), candidates, batch_size=256, users=evaluated)
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
     pop_check = {}
     if task.trains and validate is not None:
@@ -243,7 +243,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
             export_saved_model(model, sequences.item_ids, temporary, user_ids=sequences.user_ids)
     except tf.errors.OpError as error:  # TensorFlow's file system reports a failed write so
         raise write_error(run.path("export"), error) from None
-    note = loss_note(config.model)
+    note = config.model.loss_note()
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
                        "outputs": run.output_files(),
@@ -269,7 +269,7 @@ def finished_run(run: RunFolder, config: ExperimentConfig, prepared: PreparedDat
     why = finished(state, config.train, stopped_early) if get_task(config.model.name).trains else \
         "its model trains nothing"
     recorded = run.intact_results() if why else None
-    if recorded is None or recorded.get("data") != data_identity(prepared) or config_differences(
+    if recorded is None or not same_data(recorded.get("data", {}), prepared, recorded.get("config", {})) or config_differences(
             recorded.get("config", {}), config.to_dict(), ignore=(("train", "train_steps"),)):
         return None
     print(f"{run.directory} holds a finished run: {why}; nothing to train, no file changed"
@@ -330,7 +330,7 @@ def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256,
     run = RunFolder(model_dir)
     sequences = prepared.sequences()
     evaluated = evaluation_users(sequences.num_users, config.train.eval_users if eval_users is None else eval_users)
-    results = evaluate(model, sequences, stage, config.data.max_len, prepared.candidates(),
+    results = evaluate(model, sequences, stage, config.data.history_length(), prepared.candidates(),
                        batch_size=batch_size, progress=True, users=evaluated)
     count = sequences.num_users if evaluated is None else len(evaluated)
     write_json_atomic(run.path("evaluation.json"), {stage: results, **({} if evaluated is None else {

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert4rec_tf.config import DataConfig
+from bert4rec_tf.config import MaskedData, MatchingData
 from bert4rec_tf.data import instances, masking
 from bert4rec_tf.data.instances import make_windows, window_starts, write_static_instances
 from bert4rec_tf.data.pipeline import static_training_dataset
@@ -137,7 +137,8 @@ def small_config(**overrides) -> DataConfig:
     values = dict(dataset="custom", max_len=6, masked_lm_prob=0.4, max_predictions_per_seq=3,
                   prop_sliding_window=0.5, dupe_factor=3, num_shards=3, seed=5)
     values.update(overrides)
-    return DataConfig(**values)
+    matching = values.pop("matching", False)
+    return (MatchingData if matching else MaskedData)(**values)
 
 
 def small_windows(config: DataConfig):

@@ -107,12 +107,12 @@ def test_too_few_items_to_sample_is_an_error():
 
 
 def test_next_item_instances_shift_by_one_pad_on_the_left_and_draw_foreign_negatives():
-    from bert4rec_tf.config import DataConfig
+    from bert4rec_tf.config import MaskedData
     from bert4rec_tf.data.negatives import NegativeSampler
     from bert4rec_tf.data.pipeline import next_item_training_dataset
 
     train = [np.array([1, 2, 3, 4, 5, 6, 7]), np.array([8, 9, 10])]
-    config = DataConfig(max_len=4)
+    config = MaskedData(max_len=4)
     windows = make_windows(train, np.array([1, 2]), 5, 0.5)  # max_len 4 + 1
     sampler = NegativeSampler(train, 40)
     instances = list(next_item_training_dataset(windows, config, sampler, start=0).take(len(windows) * 20)

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ModelConfig
+from tests.conftest import family_config
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.tasks import TASKS, get_task
@@ -23,7 +23,7 @@ NEGATIVES = np.array([[9, 10, 11, 12, 2, 3], [1, 2, 3, 4, 7, 8], [1, 2, 3, 4, 5,
 
 def build(name: str, loss: str = "ce"):
     keras.utils.set_random_seed(3)
-    config = ModelConfig(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=6, hidden_size=8, num_heads=2,
+    config = family_config(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=6, hidden_size=8, num_heads=2,
                          intermediate_size=16, num_layers=1, hidden_dropout=0.5, attention_dropout=0.5, loss=loss,
                          num_users=len(TARGETS))
     return get_task(name).build_model(config)

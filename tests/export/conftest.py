@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ModelConfig
+from tests.conftest import family_config
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.models import BERT4Rec
@@ -27,7 +27,7 @@ def export_tiny(run_dir: str, items: list[str], max_len: int = MAX_LEN) -> BERT4
     Returns:
         The exported Keras model, to compare the served scores with.
     """
-    model = BERT4Rec(ModelConfig(vocab_size=vocab_size(len(items)), max_len=max_len, hidden_size=8, num_heads=2,
+    model = BERT4Rec(family_config(vocab_size=vocab_size(len(items)), max_len=max_len, hidden_size=8, num_heads=2,
                                  intermediate_size=16, num_layers=1))
     model.build()
     export_saved_model(model, np.array(items), os.path.join(run_dir, "export"))

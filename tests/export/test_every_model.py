@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ModelConfig
+from tests.conftest import family_config
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.tasks import TASKS
@@ -57,7 +57,7 @@ def served(tmp_path_factory):
     models, directories = {}, {}
     for name in NAMES:
         family, _, packed = name.partition(":")
-        config = ModelConfig(name=family, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
+        config = family_config(name=family, vocab_size=vocab_size(len(ITEMS)), max_len=5, hidden_size=8, num_heads=2,
                              intermediate_size=16, num_layers=1, loss=TASKS[family].losses[0], num_users=len(USERS),
                              padding_free="on" if packed else "auto")
         models[name] = TASKS[family].build_model(config)

@@ -130,13 +130,13 @@ def test_beauty_sized_catalogue_serves_256_histories_of_200_in_bounded_memory(tm
 
 @pytest.mark.parametrize("name", ["bert4rec", "bpr_mf"])
 def test_a_batch_served_in_parts_of_rows_answers_as_in_one_part(tmp_path, name):
-    from bert4rec_tf.config import ModelConfig
+    from tests.conftest import family_config
     from bert4rec_tf.constants import vocab_size
     from bert4rec_tf.tasks import TASKS
 
     items = [f"i{k}" for k in range(1, 31)]  # vocabulary of 32
     users = [f"u{k}" for k in range(1, 8)]
-    config = ModelConfig(name=name, vocab_size=vocab_size(len(items)), max_len=6, hidden_size=8, num_heads=2,
+    config = family_config(name=name, vocab_size=vocab_size(len(items)), max_len=6, hidden_size=8, num_heads=2,
                          intermediate_size=16, num_layers=1, loss=TASKS[name].losses[0], num_users=len(users))
     model = TASKS[name].build_model(config)
     model.fit_statistics([np.arange(1, 31) % 9 + 1])

@@ -37,7 +37,7 @@ def tricky_run(tmp_path_factory):
                 writer.writerow([f"u\r{user}", items[(user * 5 + position * 7) % len(items)], position])
     run_dir = os.path.join(root, "run")
     api.train("custom", run_dir, model="pop", source_file=source, data_dir=os.path.join(root, "data"),
-              recipe="paper", overrides={"train_steps": 1, "batch_size": 8, "num_negatives": 3}, eval_every=10, verbose=0)
+              recipe="paper", overrides={"num_negatives": 3}, eval_every=10, verbose=0)
     return items, run_dir
 
 

@@ -5,13 +5,13 @@ import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ModelConfig
+from tests.conftest import family_config
 from bert4rec_tf.constants import ATTENTION_MASK_VALUE, LAYER_NORM_EPSILON, mask_id, vocab_size
 from bert4rec_tf.models import BERT4Rec
 from bert4rec_tf.tasks import preset
 
 NUM_ITEMS = 18
-CONFIG = ModelConfig(
+CONFIG = family_config(
     vocab_size=vocab_size(NUM_ITEMS),
     max_len=8,
     hidden_size=8,
@@ -142,7 +142,7 @@ def test_config_round_trip():
 
 def test_vocab_size_must_be_set():
     with pytest.raises(ValueError, match="vocab_size"):
-        BERT4Rec(ModelConfig())
+        BERT4Rec(family_config())
 
 
 def _item_tables(model: BERT4Rec) -> list:

@@ -9,9 +9,10 @@ import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ExperimentConfig, ModelConfig
+from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.constants import vocab_size
-from bert4rec_tf.tasks import get_task, preset
+from bert4rec_tf.tasks import get_task, preset, validate
+from tests.conftest import family_config
 
 NUM_ITEMS = 7
 NUM_USERS = 3
@@ -24,11 +25,11 @@ def _seed():
     keras.utils.set_random_seed(3)
 
 
-def model_config(name: str, **changes) -> ModelConfig:
+def model_config(name: str, **changes) :
     values = dict(name=name, loss=get_task(name).losses[0], vocab_size=vocab_size(NUM_ITEMS), num_users=NUM_USERS,
                   hidden_size=4, num_layers=2, train_negatives=2, l2=0.0)
     values.update(changes)
-    return ModelConfig(**values)
+    return family_config(**values)
 
 
 def randomised(model, seed: int = 0):
@@ -68,7 +69,7 @@ def check_keras_round_trip(model, tmp_path) -> None:
 def check_stream_trains_every_weight(name: str, **changes) -> None:
     """Two batches of the Task's own stream train the model's every weight, with a finite loss."""
     task = get_task(name)
-    config = ExperimentConfig()
+    config = ExperimentConfig.for_family(name)
     config.model = model_config(name, **changes)
     config.train.batch_size = 4
     train = [np.array([1, 2, 3]), np.array([4, 5]), np.array([6, 7, 1, 2])]
@@ -159,5 +160,5 @@ def test_the_preset_and_the_refused_loss():
     assert preset("beauty", "bpr_mf").model.l2 == 0.01
     config.model.loss = "ce"
     with pytest.raises(ValueError, match="--loss must be 'bpr'"):
-        get_task("bpr_mf").validate(config)
+        validate(config)
     assert get_task("bpr_mf").sequential is False and get_task("bpr_mf").build_model(model_config("bpr_mf")).reads_users

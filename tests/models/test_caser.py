@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert4rec_tf import cli
-from bert4rec_tf.config import ModelConfig
+from tests.conftest import family_config
 from bert4rec_tf.constants import LOSS_EPSILON, vocab_size
 from bert4rec_tf.data.negatives import NegativeSampler
 from bert4rec_tf.data.windows import sequence_window_dataset, sequence_windows
@@ -27,12 +27,12 @@ USERS = np.array([1, 3, 2, 0])
 LATEST = np.array([[3, 4, 5], [0, 0, 7], [0, 0, 0], [9, 8, 6]])  # HISTORY's latest L items, padded on the left
 
 
-def caser_config(**changes) -> ModelConfig:
+def caser_config(**changes) :
     values = dict(name="caser", vocab_size=vocab_size(NUM_ITEMS), max_len=LENGTH, hidden_size=4, num_users=3,
                   conv_filters=2, vertical_filters=2, next_targets=2, train_negatives=2, hidden_dropout=0.0,
                   loss="bce")
     values.update(changes)
-    return ModelConfig(**values)
+    return family_config(**values)
 
 
 def built(**changes) -> Caser:

@@ -10,12 +10,13 @@ import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ExperimentConfig, ModelConfig
+from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.data.negatives import popularity_sampler
 from bert4rec_tf.models.losses import bpr_losses, bpr_max_losses, top1_losses, top1_max_losses
 from bert4rec_tf.tasks import get_task, preset, recipe_overrides, validate
 from tests.data.test_instances import small_config
+from tests.conftest import family_config
 
 NUM_ITEMS = 12
 MAX_LEN = 6
@@ -25,7 +26,7 @@ def build(loss: str = "top1", num_layers: int = 2, dropout: float = 0.0, **chang
     """A small GRU4Rec (GRU4Rec+ for its losses) with weights drawn from one seed."""
     keras.utils.set_random_seed(7)
     name = "gru4rec_plus" if loss.endswith("_max") else "gru4rec"
-    config = ModelConfig(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=4,
+    config = family_config(name=name, vocab_size=vocab_size(NUM_ITEMS), max_len=MAX_LEN, hidden_size=4,
                          num_layers=num_layers, hidden_dropout=dropout, loss=loss, **changes)
     model = get_task(name).build_model(config)
     # Non-zero biases, so that the reference checks where each one enters.
@@ -229,8 +230,8 @@ TRAIN = [np.array([1, 2, 3]), np.array([4, 5, 6, 7, 8, 2]), np.array([2, 9]), np
 
 
 def stream(name: str, **model_changes):
-    config = ExperimentConfig(data=small_config(max_len=4, prop_sliding_window=0.5))
-    config.model.name, config.train.batch_size = name, 3
+    config = ExperimentConfig.for_family(name)
+    config.data, config.train.batch_size = small_config(max_len=4, prop_sliding_window=0.5), 3
     config.model.train_negatives, config.model.negative_alpha = 50, 1.0
     for key, value in model_changes.items():
         setattr(config.model, key, value)
@@ -316,5 +317,5 @@ def test_presets_and_settings_checks():
     config.model.loss, config.train.batch_size = "bpr", 1
     with pytest.raises(ValueError, match="--batch_size must be at least 2 for gru4rec's 'bpr' loss"):
         validate(config)
-    with pytest.raises(ValueError, match="GRU4Rec's loss"):
+    with pytest.raises(ValueError, match="--loss must be 'top1' or 'bpr' or 'ce' for gru4rec"):
         build("hinge")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from bert4rec_tf.config import ModelConfig
+from tests.conftest import family_config
 from bert4rec_tf.models import BERT4Rec, SASRec
 from bert4rec_tf.models.history import last_items
 
@@ -27,7 +27,7 @@ def test_last_items_in_a_graph_with_unknown_shapes():
 
 
 def test_bert4rec_appends_mask_after_the_last_max_len_minus_one_items():
-    model = BERT4Rec(ModelConfig(vocab_size=10, max_len=4, hidden_size=8, num_heads=2, intermediate_size=8,
+    model = BERT4Rec(family_config(vocab_size=10, max_len=4, hidden_size=8, num_heads=2, intermediate_size=8,
                                  num_layers=1))
     features = model.history_inputs(HISTORY)
     assert np.asarray(features["input_ids"]).tolist() == [[4, 5, 6, 9], [9, 0, 0, 0], [7, 1, 9, 0]]
@@ -35,7 +35,7 @@ def test_bert4rec_appends_mask_after_the_last_max_len_minus_one_items():
 
 
 def test_sasrec_reads_the_last_max_len_items_padded_on_the_left():
-    model = SASRec(ModelConfig(name="sasrec", vocab_size=10, max_len=4, hidden_size=8, num_heads=1,
+    model = SASRec(family_config(name="sasrec", vocab_size=10, max_len=4, hidden_size=8, num_heads=1,
                                intermediate_size=8, num_layers=1, loss="bce"))
     features = model.history_inputs(HISTORY)
     assert np.asarray(features["input_ids"]).tolist() == [[3, 4, 5, 6], [0, 0, 0, 0], [0, 0, 7, 1]]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import types
 
 import keras
@@ -89,10 +91,10 @@ def test_encoder_outputs_at_real_positions_do_not_depend_on_the_padding_width(na
 def _streams(name: str):
     """The Task's full-width batched stream on small windows, as a function of its start."""
     task = get_task(name)
-    config = ExperimentConfig(data=small_config(max_len=MAX_LEN, prop_sliding_window=1.0,
-                                                matching=task.data_requirements["matching"]))
-    config.model.name, config.model.match_negatives = name, 5
-    config.train.batch_size, config.train.dynamic_masking = 4, True
+    config = ExperimentConfig.for_family(name)  # the small data's settings the family has
+    data = dataclasses.asdict(small_config(max_len=MAX_LEN, prop_sliding_window=1.0))
+    config.apply({f"data.{key}": value for key, value in data.items()}, only_known=True)
+    config.apply({"match_negatives": 5, "batch_size": 4, "dynamic_masking": True}, only_known=True)
     rng = np.random.default_rng(4)
     train = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False) for n in (2, 3, 5, 9, 17, 4, 6, 12)]
     prepared = types.SimpleNamespace(num_items=NUM_ITEMS)

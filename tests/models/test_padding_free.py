@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert4rec_tf.config import ModelConfig
+from tests.conftest import family_config
 from bert4rec_tf.models import base
 from bert4rec_tf.tasks import TASKS
 from tests.models.test_relatives import build_model, config, training_batch
@@ -19,7 +19,7 @@ FAMILIES = [name for name, task in TASKS.items() if task.trains]
 
 
 def small_blocks(causal: bool, layers: int = 2):
-    cfg = ModelConfig(hidden_size=8, num_heads=2, intermediate_size=16, num_layers=layers, hidden_dropout=0.0,
+    cfg = family_config(hidden_size=8, num_heads=2, intermediate_size=16, num_layers=layers, hidden_dropout=0.0,
                       attention_dropout=0.0)
     return base.transformer_blocks(cfg, "float32", causal=causal)
 
@@ -131,7 +131,7 @@ def test_padding_free_is_chosen_from_the_training_windows(choice, lengths, packs
 def test_an_unknown_padding_free_choice_is_refused_in_one_line():
     from bert4rec_tf.config import ExperimentConfig
 
-    experiment = ExperimentConfig()
+    experiment = ExperimentConfig.for_family("bert4rec")
     experiment.model.padding_free = "yes"
     with pytest.raises(ValueError, match="padding_free") as error:
         experiment.validate()

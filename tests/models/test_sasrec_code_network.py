@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bert4rec_tf.config import ExperimentConfig
-from bert4rec_tf.tasks import get_task
+from bert4rec_tf.tasks import get_task, validate
 from tests.models.test_relatives import HISTORY, build_model, config
 
 EPSILON = 1e-8  # the code's LayerNorm
@@ -100,10 +100,10 @@ def test_the_code_network_differs_from_the_paper_network_in_exactly_its_weights(
 
 
 def test_the_code_network_runs_whole_windows_and_refuses_packing():
-    experiment = ExperimentConfig()
+    experiment = ExperimentConfig.for_family("sasrec")
     experiment.model = config("sasrec", code_network=True, padding_free="on")
     with pytest.raises(ValueError, match="padding_free=on cannot be used with --config code_network=true"):
-        get_task("sasrec").validate(experiment)
+        validate(experiment)
     model = build_model(config("sasrec", code_network=True, padding_free="auto"))
     model.fit_statistics([np.array([1, 2])] * 5)  # windows far less than half full: "auto" would pack
     assert not model.pack_positions

@@ -13,9 +13,9 @@ def test_head_products_seconds_times_the_three_products():
 
 def test_training_flops_counts_the_head_per_slot():
     benchmark._import_heavy()
-    from bert4rec_tf.config import ModelConfig
+    from tests.conftest import family_config
 
-    config = ModelConfig(hidden_size=4, intermediate_size=16, num_layers=1, vocab_size=50)
+    config = family_config(hidden_size=4, intermediate_size=16, num_layers=1, vocab_size=50)
     without = benchmark.training_flops(config, seq_len=10, slots=0.0)
     with_two = benchmark.training_flops(config, seq_len=10, slots=2.0)
     # forward 2 * slots * d * (d + items) (transform and scores), times 3 for the backward pass

@@ -37,9 +37,7 @@ from bert4rec_tf import cli
 from bert4rec_tf.data.prepare import prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.export.recommender import Recommender
-from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.tasks import TASKS, task_of_preset
-from bert4rec_tf.tasks.base import FAMILY_SETTINGS
 from bert4rec_tf.training import callbacks
 from bert4rec_tf.training.build import training_stream
 from bert4rec_tf.training.trainer import train_and_evaluate
@@ -49,8 +47,8 @@ STEPS = 300
 EVAL_EVERY = 150  # the resume test's checkpoint; the learning run validates once, at the end
 MARGIN = 0.1  # full-ranking Recall@10 above POP's (0.36 here)
 UNORDERED_MARGIN = 0.03
-# Tiny dimensions, one block and a fast rate; the rest of each preset is kept; of the settings only
-# some families read, each case gets those its family reads (`tiny`). Full-width batches
+# Tiny dimensions, one block and a fast rate; the rest of each preset is kept; each case gets the
+# settings its family has (`tiny`). Full-width batches
 # (length_groups=0) have one shape, so the training step is traced once rather than twice.
 TINY = ["max_len=20", "model.num_layers=1", "model.hidden_size=16", "model.num_heads=2",
         "model.intermediate_size=32", "model.hidden_dropout=0.1", "model.attention_dropout=0.1",
@@ -59,16 +57,15 @@ TINY = ["max_len=20", "model.num_layers=1", "model.hidden_size=16", "model.num_h
 
 
 def tiny(preset: str, overrides: list[str]) -> list[str]:
-    """`TINY` without the family settings the preset's family does not read under `overrides`
-    (the command line refuses those), then `overrides`."""
-    reads = task_of_preset(preset).reads(cli.experiment_config("beauty", overrides, model=preset))
-    fields = {item: ExperimentConfig().override(*item.split("=", 1)) for item in TINY}
-    return [item for item, field in fields.items() if field not in FAMILY_SETTINGS or field in reads] + overrides
+    """`TINY` without the settings the preset's family does not have (the command line refuses
+    those), then `overrides`."""
+    schema = cli.experiment_config("beauty", overrides, model=preset)
+    return [item for item in TINY if schema.has(item.split("=", 1)[0])] + overrides
 
 
 # (name, preset, overrides): each registered Task by its first preset, once per loss.
-CASES = [(f"{preset}-{loss}" if len(task.losses) > 1 else preset, preset, [f"loss={loss}"])
-         for task in TASKS.values() for preset in list(task.presets)[:1] for loss in task.losses]
+CASES = [(f"{preset}-{loss}" if len(task.losses) > 1 else preset, preset, [f"loss={loss}"] if loss else [])
+         for task in TASKS.values() for preset in list(task.presets)[:1] for loss in task.losses or (None,)]
 
 
 def planted_source(root: str) -> tuple[str, str]:

@@ -6,14 +6,15 @@ import numpy as np
 import pytest
 from keras import ops
 
-from bert4rec_tf.config import ModelConfig, TrainConfig
+from bert4rec_tf.config import TrainConfig
 from bert4rec_tf.models import BERT4Rec
 from bert4rec_tf.training.optimization import WarmupLinearDecay, make_optimizer
+from tests.conftest import family_config
 
 
 @pytest.fixture(scope="module")
 def model():
-    model = BERT4Rec(ModelConfig(vocab_size=20, max_len=8, hidden_size=8, num_heads=2, intermediate_size=16,
+    model = BERT4Rec(family_config(vocab_size=20, max_len=8, hidden_size=8, num_heads=2, intermediate_size=16,
                                  num_layers=2))
     model.build()
     return model
@@ -53,7 +54,7 @@ def test_a_schedule_without_decay_keeps_the_rate_after_the_warmup():
 def test_train_decay_false_reaches_the_optimizers_schedule():
     from bert4rec_tf.config import ExperimentConfig
 
-    config = ExperimentConfig()
+    config = ExperimentConfig.for_family("bert4rec")
     config.override("train.decay", "false")
     assert config.train.decay is False
     config.train.train_steps, config.train.warmup_steps, config.train.learning_rate = 100, 0, 1e-3

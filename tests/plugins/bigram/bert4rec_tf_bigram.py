@@ -1,26 +1,43 @@
-"""The example model family of docs/architecture.md: a bigram model, as one Task in one file.
+"""The example model family of docs/architecture.md: a bigram model, as a plugin in one file.
 
 It scores the next item from the last item alone (a first-order Markov chain with learned
 embeddings): the user vector is the last item's input embedding, and the scores are its inner
 products with an output table plus a bias. Its training stream is every (item, next item) pair of
 the training sequences, shuffled from the data seed.
 
-Everything the package needs from a family is here: the model (a `SequentialRecommender`), the Task
-with its preset, its stream and its validation-loss features. The tests register it
-(`register_task(BigramTask())`) and run the shared Task harness on it; the trainer, evaluator and
-export take it without naming it.
+Everything the package needs from a family is here: its configuration (the model section's class),
+the model (a `SequentialRecommender`), and the Task with its preset, its stream and its
+validation-loss features. The distribution's pyproject.toml declares the Task in the entry-point
+group `bert4rec_tf.tasks`; once it is installed, `bert4rec-train --model bigram`, `api.train`,
+`bert4rec-reproduce --only` and the shared Task harness take it, and no file of the package names it.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
 
 import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from bert4rec_tf.config import ExperimentConfig, ModelConfig
+from bert4rec_tf.config import DataConfig, EmbeddingPart, ExperimentConfig, TrainConfig, TrainedModelConfig
 from bert4rec_tf.models.base import SequentialRecommender
 from bert4rec_tf.tasks.base import Task, history_features
+
+
+@dataclasses.dataclass
+class BigramConfig(EmbeddingPart, TrainedModelConfig):
+    """The bigram model's settings: d (`hidden_size`, from `EmbeddingPart`) and its loss.
+
+    Attributes:
+        loss: "ce", the softmax cross-entropy of the next item over the vocabulary.
+    """
+
+    name: str = "bigram"
+    loss: str = "ce"
+    losses: ClassVar[tuple[str, ...]] = ("ce",)
 
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf_example")
@@ -65,9 +82,12 @@ class BigramTask(Task):
     """The bigram family: (item, next item) pairs, softmax over the vocabulary."""
 
     name = "bigram"
-    presets = {"bigram": {"*": {"model.name": "bigram", "static_instances": False, "learning_rate": 1e-2}}}
+    presets = {"bigram": {"*": {"learning_rate": 1e-2}}}
+    data_config = DataConfig  # it reads the newest item of a history, no window
+    model_config = BigramConfig
+    train_config = TrainConfig
 
-    def build_model(self, config: ModelConfig):
+    def build_model(self, config: BigramConfig):
         model = Bigram(config)
         model.build()
         return model

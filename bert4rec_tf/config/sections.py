@@ -1,0 +1,482 @@
+"""The configuration's sections and the parts they are composed of.
+
+A run's configuration has three sections: `data` (the data set, its split and evaluation candidates,
+and what a family reads of the histories), `model` (the family's own settings) and `train` (what a
+run does with the model). Each family chooses one class per section (`bert4rec_tf.tasks.Task`): the
+class's fields are the settings the family has, so a key it does not have is refused when it is
+set (`ExperimentConfig.override`). The classes here are the parts the families share; a family's
+model section is composed of them next to its Task (`bert4rec_tf.tasks`).
+
+Every section checks its own fields (`check`); a part's checks run for every section built from it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+from bert4rec_tf import constants
+
+# Fields with a flag of their own in bert4rec-train; the others are set with --config.
+FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget",
+               "recipe", "encoding")
+
+# `padding_free`'s values (`bert4rec_tf.models.base.packs_positions`).
+PADDING_FREE_CHOICES = ("auto", "on", "off")
+
+
+def require(condition: bool, field: str, value: Any, expected: str) -> None:
+    """Raises a one-line ValueError naming the flag of `field` unless `condition` holds."""
+    if not condition:
+        raise ValueError(f"{flag_of(field)} must be {expected}, got {value!r}")
+
+
+def flag_of(field: str) -> str:
+    """How the command line sets `field`: `--max_len` or `--config field`."""
+    return f"--{field}" if field in FLAG_FIELDS else f"--config {field}"
+
+
+@dataclasses.dataclass
+class Section:
+    """A configuration section: its fields are its settings."""
+
+    # field -> the values of `loss` under which the family reads it (a field not listed is read
+    # under every loss); a command line that sets it under another loss is refused.
+    loss_fields: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def check(self) -> None:
+        """Checks the fields' ranges (each part checks its own, then calls the next part's).
+
+        Raises:
+            ValueError: one line naming the flag (or `--config key`) and the value.
+        """
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """The section's field names."""
+        return tuple(field.name for field in dataclasses.fields(cls))
+
+    @classmethod
+    def losses_reading(cls, field: str) -> tuple[str, ...] | None:
+        """The losses under which `field` is read (None: under every loss)."""
+        for klass in cls.__mro__:
+            if field in vars(klass).get("loss_fields", {}):
+                return vars(klass)["loss_fields"][field]
+        return None
+
+
+# The data sections.
+
+@dataclasses.dataclass
+class DataConfig(Section):
+    """What every run reads: the data set, its split and the sampled evaluation candidates.
+
+    Attributes:
+        dataset: data set name (see `bert4rec_tf.data.registry.DATASETS`).
+        split: "valid" (last item test, second last validation) or "original" (validation item
+            appended to training, no validation set).
+        num_negatives: negatives per user for the sampled evaluation protocols.
+        seed: seed of every random choice in data preparation.
+        encoding: the source file's text encoding (a `codecs` name); part of the source's identity,
+            so data read in another encoding is other data.
+    """
+
+    dataset: str = "ml-1m"
+    split: str = "valid"
+    num_negatives: int = constants.NUM_EVAL_NEGATIVES
+    seed: int = constants.EVAL_SEED
+    encoding: str = "utf-8"
+
+    # Whether the data are masked instances with the matching task's (only `MatchingData`).
+    matching: ClassVar[bool] = False
+
+    def check(self) -> None:
+        super().check()
+        require(self.split in ("valid", "original"), "split", self.split, "'valid' or 'original'")
+        require(self.num_negatives >= 1, "num_negatives", self.num_negatives, "at least 1")
+        require(_is_encoding(self.encoding), "encoding", self.encoding,
+                "a text encoding Python knows, e.g. utf-8, latin-1 or cp1252")
+
+    def history_length(self) -> int:
+        """The latest items of a history the evaluation gives the model: a family that reads no
+        window of the history (a vector per user, or the newest item) needs only the newest."""
+        return 1
+
+    def key_settings(self) -> dict[str, Any]:
+        """The settings that name the prepared data (`bert4rec_tf.data.prepare.output_directory`);
+        the encoding is part of the source's identity instead."""
+        return {name: value for name, value in dataclasses.asdict(self).items() if name != "encoding"}
+
+
+@dataclasses.dataclass
+class WindowData(DataConfig):
+    """A family that reads the latest `max_len` items of a history.
+
+    Attributes:
+        max_len: sequence length N of the model ([MASK] included for BERT4Rec).
+    """
+
+    max_len: int = 200
+
+    def check(self) -> None:
+        super().check()
+        require(self.max_len >= 2, "max_len", self.max_len, "at least 2 (history plus [MASK])")
+
+    def history_length(self) -> int:
+        return self.max_len
+
+
+@dataclasses.dataclass
+class SlidingWindowData(WindowData):
+    """A family trained on windows that slide over each user's training items.
+
+    Attributes:
+        prop_sliding_window: window step as a fraction of max_len (-1: step max_len).
+    """
+
+    prop_sliding_window: float = 0.5
+
+    def check(self) -> None:
+        super().check()
+        if self.prop_sliding_window == -1:
+            return
+        require(0.0 < self.prop_sliding_window <= 1.0, "prop_sliding_window", self.prop_sliding_window,
+                "in (0, 1] or -1")
+        step = int(self.prop_sliding_window * self.max_len)
+        if step < 1:
+            raise ValueError(
+                f"--max_len {self.max_len} is too short for the {self.dataset} preset's window step "
+                f"(prop_sliding_window {self.prop_sliding_window} x {self.max_len} = {step} items): use "
+                f"--max_len {math.ceil(1 / self.prop_sliding_window)} or more, or set --config prop_sliding_window")
+
+
+@dataclasses.dataclass
+class MaskedData(SlidingWindowData):
+    """The Cloze task's masked instances, as the original code writes them.
+
+    Attributes:
+        masked_lm_prob: fraction of a window's items masked in a random-mask instance.
+        max_predictions_per_seq: P, the number of masked slots per instance.
+        dupe_factor: random-mask copies of each window (one mask-last instance is added).
+        mask_prob: probability a chosen item becomes [MASK]; otherwise it is kept (half) or replaced
+            by a random item (half). 1.0 in every original script.
+        num_shards: TFRecord shards for the static training instances.
+        static_instances: write the static masked TFRecords at preparation (dynamic masking does
+            not need them).
+        mask_runs: mask runs of equal successive items together (the matching paper).
+    """
+
+    masked_lm_prob: float = 0.2
+    max_predictions_per_seq: int = 40
+    dupe_factor: int = 10
+    mask_prob: float = 1.0
+    num_shards: int = 4
+    static_instances: bool = True
+    mask_runs: bool = False
+
+    # The share of matching-only instances (`MatchingData`); none here.
+    match_only_prob: ClassVar[float] = 0.1
+
+    def check(self) -> None:
+        super().check()
+        require(0.0 < self.masked_lm_prob <= 1.0, "masked_lm_prob", self.masked_lm_prob, "in (0, 1]")
+        require(self.max_predictions_per_seq >= 1, "max_predictions_per_seq", self.max_predictions_per_seq,
+                "at least 1")
+        require(self.dupe_factor >= 0, "dupe_factor", self.dupe_factor, "at least 0")
+        require(0.0 <= self.mask_prob <= 1.0, "mask_prob", self.mask_prob, "in [0, 1]")
+        require(self.num_shards >= 1, "num_shards", self.num_shards, "at least 1")
+
+    def key_settings(self) -> dict[str, Any]:
+        return {**super().key_settings(), "matching": self.matching, "match_only_prob": self.match_only_prob}
+
+
+@dataclasses.dataclass
+class MatchingData(MaskedData):
+    """The masked instances of BERT4Rec with the matching task: besides the mask-last instances, a
+    share `match_only_prob` of the others are matching-only (no mask) and the rest mask+matching; a
+    matching instance's last item is its matching target and leaves its input.
+
+    Attributes:
+        match_only_prob: the share of matching-only among the non-mask-last instances.
+    """
+
+    match_only_prob: float = 0.1
+    matching: ClassVar[bool] = True
+
+    def check(self) -> None:
+        super().check()
+        require(0.0 <= self.match_only_prob <= 1.0, "match_only_prob", self.match_only_prob, "in [0, 1]")
+
+
+# The train sections.
+
+@dataclasses.dataclass
+class RunConfig(Section):
+    """What every run does: evaluate, and record the recipe it started from.
+
+    `eval_users` (0: every user) validates and tests on a fixed sample of that many users instead of
+    all (`bert4rec_tf.evaluation.evaluator.evaluation_users`), for data sets whose full evaluation
+    would take longer than the training; results.json says how many were evaluated. `recipe` records
+    the name of `RECIPES` whose settings the run started from (before the command's own overrides);
+    "paper": the preset as it is.
+    """
+
+    eval_users: int = 0
+    recipe: str = "paper"
+
+    def check(self) -> None:
+        super().check()
+        from bert4rec_tf.config.presets import RECIPES
+
+        require(self.eval_users >= 0, "eval_users", self.eval_users, "at least 0 (0: every user)")
+        require(self.recipe in RECIPES, "recipe", self.recipe, f"one of {', '.join(RECIPES)}")
+
+
+@dataclasses.dataclass
+class TrainConfig(RunConfig):
+    """Optimisation (original optimization.py and run scripts), for a family with weights to train.
+
+    `time_budget` (seconds, 0: none) trains until that much wall-clock time of training and
+    validation has passed, with the learning-rate schedule fitted to the steps the budget affords;
+    `train_steps` then only caps the steps.
+
+    `length_groups` (padding-aware batches, see `bert4rec_tf.data.pipeline.length_grouped`): 1 (the
+    default) trims each batch to its longest sequence, the batches as in the stream; N > 1 also sorts
+    the instances of N consecutive batches by length before cutting them into batches (narrower
+    batches, but it learned less per step on Beauty); 0 keeps full-width batches, as the original code.
+
+    `sparse_updates` (`bert4rec_tf.training.optimization.SparseRowsAdamW`): a table whose gradient is
+    sparse (lookups only: the item table under `--loss sampled_softmax`) has only the rows of the
+    batch updated, moments and weight decay included; off by default (every row moves at every step,
+    as the original's AdamW).
+
+    `decay` (true: the original's schedule) decays the learning rate linearly to 0 at the last step
+    after the warm-up; false keeps it at `learning_rate` after the warm-up (the SASRec paper's Adam at
+    a constant rate, with `warmup_steps` 0 and `weight_decay` 0).
+    """
+
+    batch_size: int = 256
+    learning_rate: float = 1e-4
+    train_steps: int = 400_000
+    warmup_steps: int = constants.WARMUP_STEPS
+    decay: bool = True
+    weight_decay: float = constants.WEIGHT_DECAY_RATE
+    clip_norm: float = constants.CLIP_NORM
+    time_budget: float = 0.0
+    length_groups: int = 1
+    sparse_updates: bool = False
+
+    def check(self) -> None:
+        super().check()
+        require(self.batch_size >= 1, "batch_size", self.batch_size, "at least 1")
+        require(math.isfinite(self.learning_rate) and self.learning_rate > 0, "learning_rate", self.learning_rate,
+                "a positive finite number")
+        require(self.train_steps >= 1, "train_steps", self.train_steps, "at least 1")
+        require(self.warmup_steps >= 0, "warmup_steps", self.warmup_steps, "at least 0")
+        require(math.isfinite(self.weight_decay) and self.weight_decay >= 0, "weight_decay", self.weight_decay,
+                "a finite number >= 0")
+        require(math.isfinite(self.clip_norm) and self.clip_norm > 0, "clip_norm", self.clip_norm,
+                "a positive finite number")
+        require(math.isfinite(self.time_budget) and self.time_budget >= 0, "time_budget", self.time_budget,
+                "a finite number of seconds >= 0")
+        require(self.length_groups >= 0, "length_groups", self.length_groups, "at least 0")
+
+
+@dataclasses.dataclass
+class MaskedTraining(TrainConfig):
+    """Training on masked instances.
+
+    Attributes:
+        dynamic_masking: fresh masks each epoch instead of the static TFRecords.
+    """
+
+    dynamic_masking: bool = False
+
+
+# The model sections and their shared parts.
+
+@dataclasses.dataclass
+class ModelConfig(Section):
+    """What every model has: its family, and the vocabulary and users the data give it.
+
+    Attributes:
+        name: the model family, a Task registered in `bert4rec_tf.tasks`.
+        vocab_size: embedding rows (padding, items, [MASK]); set from the prepared data.
+        num_users: model user ids are 1..num_users (0: unknown); set from the prepared data, read
+            by the models that learn a vector per user.
+    """
+
+    name: str = ""
+    vocab_size: int = 0
+    num_users: int = 0
+
+    # The values of `loss` the family trains with (the first is its default); none: nothing to train.
+    losses: ClassVar[tuple[str, ...]] = ()
+
+    def loss_note(self) -> str | None:
+        """What a run's records say of a loss that is not its paper's (None: the paper's loss)."""
+        return None
+
+
+@dataclasses.dataclass
+class TrainedModelConfig(ModelConfig):
+    """A model with weights to train, by one of its family's losses.
+
+    Attributes:
+        loss: the training loss, one of `losses` (e.g. SASRec's "bce", the paper's, or "ce").
+    """
+
+    loss: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.loss and self.losses:
+            self.loss = self.losses[0]
+
+    def check(self) -> None:
+        super().check()
+        if self.loss not in self.losses:
+            raise ValueError(f"--loss must be {' or '.join(repr(loss) for loss in self.losses)} for {self.name}, "
+                             f"got {self.loss!r}")
+
+
+@dataclasses.dataclass
+class EmbeddingPart(Section):
+    """Attributes:
+        hidden_size: d, the width of the item (and user) vectors.
+    """
+
+    hidden_size: int = 64
+
+    def check(self) -> None:
+        super().check()
+        require(self.hidden_size >= 1, "hidden_size", self.hidden_size, "at least 1")
+
+
+@dataclasses.dataclass
+class TransformerPart(EmbeddingPart):
+    """The Transformer encoder of BERT4Rec, its variants and SASRec; the `use_*` switches are the
+    BERT4Rec paper's ablations.
+
+    Attributes:
+        max_len: positions of the learned position embedding (kept equal to `data.max_len`).
+        num_layers: L Transformer blocks.
+        num_heads: h attention heads (hidden_size must divide by it).
+        intermediate_size: FFN inner size (4d in BERT).
+        hidden_dropout: dropout on embeddings, attention output and FFN output.
+        attention_dropout: dropout on the attention probabilities.
+        use_position_embedding / use_ffn / use_layer_norm / use_residual: ablation switches.
+        padding_free: the per-position work on the real positions only: "on", "off", or "auto" (on
+            when the training windows are less than half full on average,
+            `bert4rec_tf.models.base.packs_positions`). The outputs are the same either way, within
+            float32 rounding; only the speed differs.
+    """
+
+    max_len: int = 200
+    num_layers: int = 2
+    num_heads: int = 2
+    intermediate_size: int = 256
+    hidden_dropout: float = 0.2
+    attention_dropout: float = 0.2
+    use_position_embedding: bool = True
+    use_ffn: bool = True
+    use_layer_norm: bool = True
+    use_residual: bool = True
+    padding_free: str = "auto"
+
+    def check(self) -> None:
+        super().check()
+        require(self.num_layers >= 1, "num_layers", self.num_layers, "at least 1")
+        require(self.num_heads >= 1 and self.hidden_size % self.num_heads == 0, "num_heads", self.num_heads,
+                f"at least 1 and a divisor of hidden_size {self.hidden_size}")
+        require(self.intermediate_size >= 1, "intermediate_size", self.intermediate_size, "at least 1")
+        check_dropout(self, "hidden_dropout", "attention_dropout")
+        require(self.padding_free in PADDING_FREE_CHOICES, "padding_free", self.padding_free,
+                f"one of {', '.join(PADDING_FREE_CHOICES)}")
+
+
+@dataclasses.dataclass
+class SampledSoftmaxPart(Section):
+    """The sampled head of a softmax model under `loss` "sampled_softmax" (not the papers' loss).
+
+    Attributes:
+        sampled_negatives: K, the negatives a batch shares, drawn by training popularity **
+            `negative_alpha` (uniform at 0).
+        negative_alpha: the exponent of the negatives' popularity.
+    """
+
+    sampled_negatives: int = 1024
+    negative_alpha: float = 0.0
+
+    loss_fields: ClassVar[dict[str, tuple[str, ...]]] = {"sampled_negatives": ("sampled_softmax",),
+                                                          "negative_alpha": ("sampled_softmax",)}
+
+    def check(self) -> None:
+        super().check()
+        require(self.sampled_negatives >= 1, "sampled_negatives", self.sampled_negatives, "at least 1")
+        check_nonnegative(self, "negative_alpha")
+
+    def loss_note(self) -> str | None:
+        if getattr(self, "loss", None) == "sampled_softmax":
+            return f"sampled softmax over {self.sampled_negatives} negatives (not the paper's loss)"
+        return super().loss_note()
+
+
+@dataclasses.dataclass
+class NegativesPart(Section):
+    """Sampled training negatives.
+
+    Attributes:
+        train_negatives: sampled negatives per training target (NCF's 4, Caser's 3, GRU4Rec+'s
+            extra negatives shared by a batch).
+        negative_alpha: negatives are drawn with probability proportional to popularity ** alpha
+            (0: uniform).
+    """
+
+    train_negatives: int = 1
+    negative_alpha: float = 0.0
+
+    def check(self) -> None:
+        super().check()
+        require(self.train_negatives >= 1, "train_negatives", self.train_negatives, "at least 1")
+        check_nonnegative(self, "negative_alpha")
+
+
+@dataclasses.dataclass
+class L2Part(Section):
+    """Attributes:
+        l2: L2 penalty on the embedding rows a batch uses, added to the loss.
+    """
+
+    l2: float = 0.0
+
+    def check(self) -> None:
+        super().check()
+        check_nonnegative(self, "l2")
+
+
+def check_dropout(section: Section, *names: str) -> None:
+    """Each of `names` in [0, 1)."""
+    for name in names:
+        require(0.0 <= getattr(section, name) < 1.0, name, getattr(section, name), "in [0, 1)")
+
+
+def check_nonnegative(section: Section, *names: str) -> None:
+    """Each of `names` a finite number >= 0."""
+    for name in names:
+        value = getattr(section, name)
+        require(math.isfinite(value) and value >= 0, name, value, "a finite number >= 0")
+
+
+def check_at_least_one(section: Section, *names: str) -> None:
+    """Each of `names` at least 1."""
+    for name in names:
+        require(getattr(section, name) >= 1, name, getattr(section, name), "at least 1")
+
+
+def _is_encoding(name: str) -> bool:
+    try:
+        return codecs.lookup(name) is not None
+    except LookupError:
+        return False
