@@ -10,7 +10,8 @@ import dataclasses
 import json
 from typing import Any, NamedTuple
 
-from bert4rec_tf.config.sections import DataConfig, ModelConfig, RunConfig, Section
+from bert4rec_tf.config.model_parts import ModelConfig
+from bert4rec_tf.config.sections import DataConfig, RunConfig, Section
 
 
 class Family(NamedTuple):
