@@ -17,12 +17,13 @@ from typing import Callable
 from absl import app, flags
 from absl import logging as absl_logging
 
-from bert4rec_tf.config import RECIPES, ExperimentConfig
-from bert4rec_tf.config.sections import flag_of
+from bert4rec_tf.config import RECIPES, ExperimentConfig, UnknownSetting
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
-from bert4rec_tf.tasks import TASKS, preset, preset_names, recipe_overrides, refuse_inactive_settings, validate
+from bert4rec_tf.tasks import (TASKS, preset, preset_names, recipe_overrides, refuse_inactive_settings,
+                               validate)
+from bert4rec_tf.tasks.registry import preset_label
 
 def define_common_flags(values: flags.FlagValues = flags.FLAGS) -> None:
     """The flags every absl command has: --debug and --verbose."""
@@ -201,12 +202,11 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
         key = key.strip()
         if key in ("recipe", "train.recipe"):
             raise ValueError(f"--config {key} records the recipe of a run: choose it with --recipe")
-        if not config.has(key):
-            family = config.model.name
-            named = family if model == family else f"{model} (a {family} model)"
-            raise ValueError(f"{named} has no setting {key!r} ({flag_of(key.split('.')[-1])}); its settings: "
-                             f"{', '.join(config.keys())}")
-        given[config.override(key, value)] = f"{key}={value.strip()}"
+        try:
+            field = config.override(key, value)
+        except UnknownSetting:
+            raise UnknownSetting(config, key, preset_label(model, config.model.name)) from None
+        given[field] = f"{key}={value.strip()}"
     if seed is not None:
         config.override("data.seed", seed)
     if encoding is not None:

@@ -11,7 +11,7 @@ import json
 from typing import Any, NamedTuple
 
 from bert4rec_tf.config.model_parts import ModelConfig
-from bert4rec_tf.config.sections import DataConfig, RunConfig, Section
+from bert4rec_tf.config.sections import DataConfig, RunConfig, Section, flag_of
 
 
 class Family(NamedTuple):
@@ -52,6 +52,15 @@ def model_section(values: ModelConfig | dict) -> ModelConfig:
     return kind(**migrate_section(kind, values, "model"))
 
 
+class UnknownSetting(ValueError):
+    """A key the family's sections do not have: the one-line message names the family (or `named`,
+    e.g. the `--model` preset), the key and its flag, and lists the family's keys."""
+
+    def __init__(self, config: "ExperimentConfig", key: str, named: str | None = None):
+        super().__init__(f"{named or config.model.name} has no setting {key!r} ({flag_of(key.split('.')[-1])}); "
+                         f"its settings: {', '.join(config.keys())}")
+
+
 @dataclasses.dataclass
 class ExperimentConfig:
     """Everything one run needs: data, model and training sections, of the classes its family chose."""
@@ -65,10 +74,6 @@ class ExperimentConfig:
         """The family `name`'s sections at their defaults."""
         sections = family(name)
         return cls(data=sections.data(), model=sections.model(name=name), train=sections.train())
-
-    @property
-    def family_name(self) -> str:
-        return self.model.name
 
     def to_dict(self) -> dict[str, Any]:
         return {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
@@ -118,7 +123,8 @@ class ExperimentConfig:
         """(section, field) of `key`, `section.field` or a field name of one section (`max_len`: data).
 
         Raises:
-            ValueError: for a key this family does not have, listing its keys.
+            UnknownSetting: for a key this family does not have, listing its keys.
+            ValueError: for a field name of several sections.
         """
         if "." in key:
             section, field = key.split(".", 1)
@@ -132,7 +138,7 @@ class ExperimentConfig:
                 return owners[0], key
             if owners:
                 raise ValueError(f"ambiguous configuration key {key!r}: {' or '.join(f'{s}.{key}' for s in owners)}")
-        raise ValueError(f"{self.model.name} has no setting {key!r}; its settings: {', '.join(self.keys())}")
+        raise UnknownSetting(self, key)
 
     def override(self, key: str, value: Any) -> str:
         """Sets `section.field` (or a field name of one section) to `value`; returns `section.field`.

@@ -70,10 +70,17 @@ class Task:
             ValueError: one line naming the flag (or `--config section.key`) and the value.
         """
 
-    def build_model(self, config: ModelConfig):
-        """The family's `SequentialRecommender` for the model section `config` (`vocab_size` set),
-        with its weights created."""
+    def model_class(self) -> type:
+        """The family's `SequentialRecommender` class (imported here, so that the presets load without
+        TensorFlow)."""
         raise NotImplementedError(f"{type(self).__name__} builds no model")
+
+    def build_model(self, config: ModelConfig):
+        """The family's model (`model_class`) for the model section `config` (`vocab_size` set),
+        with its weights created."""
+        model = self.model_class()(config)
+        model.build()
+        return model
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]) -> Callable:
         """A function of the first instance number giving the endless training stream, batched by

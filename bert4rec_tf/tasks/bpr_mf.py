@@ -59,21 +59,12 @@ def bpr_preset(name: str) -> dict:
 class InteractionTask(Task):
     """A family trained on single interactions (`bert4rec_tf.data.interactions`) with a vector per user.
 
-    Subclasses set `name`, `presets`, `losses` and `model_class`.
+    Subclasses set `name`, `presets`, `model_config` and `model_class`.
     """
 
     sequential = False
     data_config = DataConfig
     train_config = TrainConfig
-
-    def model_class(self):
-        """The family's model class."""
-        raise NotImplementedError
-
-    def build_model(self, config):
-        model = self.model_class()(config)
-        model.build()
-        return model
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]):
         from bert4rec_tf.data.interactions import interaction_training_dataset, training_interactions

@@ -76,12 +76,10 @@ class CaserTask(Task):
     model_config = CaserConfig
     train_config = TrainConfig
 
-    def build_model(self, config: CaserConfig):
+    def model_class(self):
         from bert4rec_tf.models.caser import Caser
 
-        model = Caser(config)
-        model.build()
-        return model
+        return Caser
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]):
         from bert4rec_tf.data.negatives import negative_sampler

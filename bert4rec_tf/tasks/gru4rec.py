@@ -108,12 +108,10 @@ class GRU4RecTask(NextItemWindowsTask):
             raise ValueError(f"--batch_size must be at least 2 for {self.name}'s {config.model.loss!r} loss, whose "
                              f"negatives are the batch's other targets, got {config.train.batch_size}")
 
-    def build_model(self, config: GRU4RecConfig):
+    def model_class(self):
         from bert4rec_tf.models.gru4rec import GRU4Rec
 
-        model = GRU4Rec(config)
-        model.build()
-        return model
+        return GRU4Rec
 
     def loss_features(self, model, histories, targets, negatives, users=None):
         """The target after the newest item (the last column); with no batch to draw from, its

@@ -91,12 +91,10 @@ class NextItemTask(NextItemWindowsTask):
     sequence_features = ("input_ids", "positive_ids", "negative_ids")
     attention_last_label = "newest item"
 
-    def build_model(self, config: SASRecConfig):
+    def model_class(self):
         from bert4rec_tf.models.sasrec import SASRec
 
-        model = SASRec(config)
-        model.build()
-        return model
+        return SASRec
 
     def negative_sampler(self, prepared, train: list[np.ndarray]):
         from bert4rec_tf.data.negatives import NegativeSampler

@@ -29,9 +29,7 @@ class PopularityTask(Task):
     model_config = POPConfig
     train_config = RunConfig
 
-    def build_model(self, config: POPConfig):
+    def model_class(self):
         from bert4rec_tf.models.pop import POP
 
-        model = POP(config)
-        model.build()
-        return model
+        return POP

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bert4rec_tf.config import RECIPES, ExperimentConfig, Family, ModelConfig, dataset_settings, register_family
+from bert4rec_tf.config import (RECIPES, ExperimentConfig, Family, ModelConfig, dataset_settings, family,
+                                register_family)
 from bert4rec_tf.tasks.base import Task
 
 TASKS: dict[str, Task] = {}
@@ -27,13 +28,15 @@ def register_task(task: Task) -> Task:
         raise ValueError(f"a task needs a new name, got {task.name!r} (registered: {', '.join(TASKS)})")
     register_family(task.name, Family(task.data_config, task.model_config, task.train_config))
     schema = ExperimentConfig.for_family(task.name)
-    for name, scopes in {**task.presets, **task.cpu_recipes}.items():
-        if name in task.presets and name in preset_names():
+    for name in task.presets:
+        if name in preset_names():
             raise ValueError(f"preset {name!r} of task {task.name!r} is registered already")
-        unknown = sorted({key for settings in scopes.values() for key in settings if not schema.has(key)})
-        if unknown:
-            raise ValueError(f"preset {name!r} of task {task.name!r} sets {', '.join(unknown)}, which "
-                             f"{task.name} does not have; its settings: {', '.join(schema.keys())}")
+    for what, table in (("preset", task.presets), ("cpu recipe of preset", task.cpu_recipes)):
+        for name, scopes in table.items():
+            unknown = sorted({key for settings in scopes.values() for key in settings if not schema.has(key)})
+            if unknown:
+                raise ValueError(f"{what} {name!r} of task {task.name!r} sets {', '.join(unknown)}, which "
+                                 f"{task.name} does not have; its settings: {', '.join(schema.keys())}")
     TASKS[task.name] = task
     return task
 
@@ -44,8 +47,7 @@ def get_task(name: str) -> Task:
     Raises:
         ValueError: for an unregistered name, listing the registered ones.
     """
-    if name not in TASKS:
-        raise ValueError(f"--config model.name must be one of {', '.join(TASKS)}, got {name!r}")
+    family(name)  # registered with its Task: raises for any other name
     return TASKS[name]
 
 
@@ -113,6 +115,12 @@ def validate(config: ExperimentConfig) -> None:
     get_task(config.model.name).validate(config)
 
 
+def preset_label(model: str | None, family: str) -> str:
+    """How a message names the run's model: its family, or "bert4rec_1mask (a bert4rec model)" for a
+    `--model` preset of another name (None: the family)."""
+    return family if model in (None, family) else f"{model} (a {family} model)"
+
+
 def refuse_inactive_settings(config: ExperimentConfig, given: dict[str, str], model: str | None = None) -> None:
     """Refuses a setting given on the command line that the family reads only under other losses
     (`Section.loss_fields`): it would be recorded as if it had shaped the model (`--config
@@ -132,7 +140,7 @@ def refuse_inactive_settings(config: ExperimentConfig, given: dict[str, str], mo
         section, name = field.split(".", 1)
         losses = type(getattr(config, section)).losses_reading(name)
         if losses is not None and config.model.loss not in losses:
-            named = task.name if model in (None, task.name) else f"{model} (a {task.name} model)"
+            named = preset_label(model, task.name)
             raise ValueError(f"the setting {key} has no effect on {named} with --loss {config.model.loss}: "
                              f"{named} reads {field} only with --loss {' or '.join(losses)}")
 

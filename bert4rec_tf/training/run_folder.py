@@ -231,7 +231,9 @@ class RunFolder:
         if state["step"]:
             self._check_config(config, ignore=(("model", "vocab_size"), ("model", "num_users")))
 
-    def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> None:
+    def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> dict:
+        """Refuses `config` when it differs from the recorded one (`check_config`); returns the
+        recorded one, as written."""
         earlier = read_json(self.path("config.json"), "run configuration")
         # A field the recorded configuration lacks came to the package after the run started: not compared
         # (the settings it stands for are, and run.json binds the data).
@@ -239,12 +241,13 @@ class RunFolder:
         if changed:
             raise ValueError(f"{self.directory} holds a run with another configuration ({', '.join(changed)} "
                              "differ); use a new --model_dir")
+        return earlier
 
     def _check_same_run(self, config: ExperimentConfig, prepared: PreparedData, state: dict) -> None:
         where, identity = self.directory, data_identity(prepared)
-        self._check_config(config)
+        earlier = self._check_config(config)
         recorded = self.data_record()
-        if same_data(recorded, prepared, read_json(self.path("config.json"), "run configuration")):
+        if same_data(recorded, prepared, earlier):
             recorded = identity  # the record `record` writes next
         for key, what in (("source", "source file"), ("data_key", "prepared data")):
             if recorded.get(key) != identity[key]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert4rec_tf.config import MaskedData, MatchingData
+from bert4rec_tf.config import ExperimentConfig, MaskedData, MatchingData
 from bert4rec_tf.data import instances, masking
 from bert4rec_tf.data.instances import make_windows, window_starts, write_static_instances
 from bert4rec_tf.data.pipeline import static_training_dataset
@@ -139,6 +139,16 @@ def small_config(**overrides) -> DataConfig:
     values.update(overrides)
     matching = values.pop("matching", False)
     return (MatchingData if matching else MaskedData)(**values)
+
+
+def small_experiment(name: str, **overrides) -> ExperimentConfig:
+    """The configuration of family `name` with the settings of `small_config(**overrides)` it has."""
+    import bert4rec_tf.tasks  # noqa: F401  (registers the families' sections)
+
+    config = ExperimentConfig.for_family(name)
+    data = dataclasses.asdict(small_config(**overrides))
+    config.apply({f"data.{key}": value for key, value in data.items()}, only_known=True)
+    return config
 
 
 def small_windows(config: DataConfig):

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import types
 
 import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.data.pipeline import length_grouped
 from bert4rec_tf.tasks import TASKS, get_task
-from tests.data.test_instances import small_config
+from tests.data.test_instances import small_experiment
 from tests.models.test_relatives import build_model, config
 
 # Each check builds and runs every model: slow checks (the default run keeps no model-building loops).
@@ -91,9 +88,7 @@ def test_encoder_outputs_at_real_positions_do_not_depend_on_the_padding_width(na
 def _streams(name: str):
     """The Task's full-width batched stream on small windows, as a function of its start."""
     task = get_task(name)
-    config = ExperimentConfig.for_family(name)  # the small data's settings the family has
-    data = dataclasses.asdict(small_config(max_len=MAX_LEN, prop_sliding_window=1.0))
-    config.apply({f"data.{key}": value for key, value in data.items()}, only_known=True)
+    config = small_experiment(name, max_len=MAX_LEN, prop_sliding_window=1.0)
     config.apply({"match_negatives": 5, "batch_size": 4, "dynamic_masking": True}, only_known=True)
     rng = np.random.default_rng(4)
     train = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False) for n in (2, 3, 5, 9, 17, 4, 6, 12)]

@@ -3,19 +3,16 @@ every other registered family through its own training stream."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import types
 
 import keras
 import numpy as np
 import pytest
 
-from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.models import POP, SASRec
 from bert4rec_tf.tasks import TASKS, get_task
-from tests.data.test_instances import small_config
+from tests.data.test_instances import small_experiment
 from tests.conftest import family_config
 
 NUM_ITEMS = 12
@@ -58,9 +55,7 @@ def scores_and_user(model, history: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def stream_batch(model_config: ModelConfig, batch_size: int = 4) -> dict[str, np.ndarray]:
     """The first batch of the family's own training stream on three small users' items."""
     task = get_task(model_config.name)
-    experiment = ExperimentConfig.for_family(model_config.name)  # the small data's settings the family has
-    data = dataclasses.asdict(small_config(max_len=MAX_LEN, prop_sliding_window=1.0))
-    experiment.apply({f"data.{key}": value for key, value in data.items()}, only_known=True)
+    experiment = small_experiment(model_config.name, max_len=MAX_LEN, prop_sliding_window=1.0)
     experiment.model = model_config
     experiment.apply({"train.batch_size": batch_size, "train.dynamic_masking": True}, only_known=True)
     rng = np.random.default_rng(0)

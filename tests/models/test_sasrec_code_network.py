@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bert4rec_tf.config import ExperimentConfig
-from bert4rec_tf.tasks import get_task, validate
+from bert4rec_tf.tasks import validate
 from tests.models.test_relatives import HISTORY, build_model, config
 
 EPSILON = 1e-8  # the code's LayerNorm

@@ -87,10 +87,8 @@ class BigramTask(Task):
     model_config = BigramConfig
     train_config = TrainConfig
 
-    def build_model(self, config: BigramConfig):
-        model = Bigram(config)
-        model.build()
-        return model
+    def model_class(self):
+        return Bigram
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]):
         pairs = np.concatenate([np.stack([items[:-1], items[1:]], axis=1) for items in train if len(items) > 1])
