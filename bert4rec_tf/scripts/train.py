@@ -35,6 +35,7 @@ def _run() -> None:
 
     from bert4rec_tf.evaluation.evaluator import format_table
     from bert4rec_tf.training.distribution import split_cpu
+    from bert4rec_tf.training.run_folder import RunFolder
     from bert4rec_tf.training.trainer import train_and_evaluate
 
     if FLAGS.logical_cpus:
@@ -43,31 +44,12 @@ def _run() -> None:
         results = train_and_evaluate(config, model_dir, FLAGS.data_dir, FLAGS.source_file, FLAGS.strategy,
                                      FLAGS.eval_every, FLAGS.patience)
     except KeyboardInterrupt:
-        from bert4rec_tf.training.run_folder import RunFolder
-
         step = RunFolder(model_dir).load_state()["step"]
         where = f"its checkpoint at step {step:,}" if step else "no checkpoint yet"
         raise KeyboardInterrupt(f"interrupted: {model_dir} keeps {where}; run the same command again to "
                                 f"{'resume from there' if step else 'start it'}") from None
-    print(f"test metrics ({weights_tested(model_dir)}):\n{format_table(results)}")
+    print(f"test metrics ({RunFolder(model_dir).tested_weights()}):\n{format_table(results)}")
     print(f"run folder: {model_dir} (config.json, results.json, model.keras, checkpoints/, TensorBoard logs)")
-
-
-def weights_tested(model_dir: str) -> str:
-    """Which weights a finished run tested, from its results.json: the best validation checkpoint, or
-    the last weights when there was no validation split (`split=original`) or no training."""
-    from bert4rec_tf.files import read_json
-    from bert4rec_tf.training.run_folder import RunFolder
-
-    path = RunFolder(model_dir).path("results.json")
-    if not os.path.isfile(path):  # a non-chief worker of a multi-worker run, which tested its own copy
-        return "this worker's copy of the run; the chief worker writes its results.json"
-    record = read_json(path)
-    if record.get("best_step") is not None:
-        return f"best validation checkpoint, step {record['best_step']:,}"
-    if record.get("steps"):
-        return f"last weights, step {record['steps']:,}: no validation split to choose a checkpoint"
-    return "no training steps"
 
 
 def main() -> None:

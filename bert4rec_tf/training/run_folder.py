@@ -290,6 +290,19 @@ class RunFolder:
         except OSError:
             return None
 
+    def tested_weights(self) -> str:
+        """Which weights the finished run tested, from its results.json: the best validation checkpoint,
+        or the last weights when there was no validation split (`split=original`) or no training."""
+        path = self.path("results.json")
+        if not os.path.isfile(path):  # a non-chief worker of a multi-worker run, which tested its own copy
+            return "this worker's copy of the run; the chief worker writes its results.json"
+        record = read_json(path)
+        if record.get("best_step") is not None:
+            return f"best validation checkpoint, step {record['best_step']:,}"
+        if record.get("steps"):
+            return f"last weights, step {record['steps']:,}: no validation split to choose a checkpoint"
+        return "no training steps"
+
     def data_record(self) -> dict:
         """run.json: the data the run is bound to."""
         return read_json(self.path("run.json"), "run's data record")

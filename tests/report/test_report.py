@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bert4rec_tf.experiments.plans import plan
-from bert4rec_tf.experiments.report import orderings, report_rows, weights_tested, write_report
+from bert4rec_tf.experiments.report import report_rows, weights_tested, write_report
+from bert4rec_tf.experiments.verdicts import orderings
 from tests.report.fake_records import fake_record, fake_speed
 
 
@@ -44,7 +45,7 @@ def test_orderings_say_where_the_published_order_of_two_runs_holds(tmp_path):
 
 
 def test_table2_orderings_judge_the_weakest_link_in_the_papers_numbers_and_ours():
-    from bert4rec_tf.experiments.report import table2_orderings
+    from bert4rec_tf.experiments.verdicts import table2_orderings
 
     def run(setting, hr, ndcg):
         return fake_record("beauty", setting, {"pop": {"HR@10": hr, "NDCG@10": ndcg}})
@@ -88,7 +89,7 @@ def test_ablation_orderings_pair_each_change_with_the_default():
 def test_an_order_within_the_test_sets_noise_is_a_tie():
     """0.6856 against 0.6866 on ML-1m's 6,040 test users (the 2026-11-25 SASRec-bce and BERT4Rec) is
     no order: two standard errors of the difference are 0.0168. On Beauty's 40,226 users 0.01 is one."""
-    from bert4rec_tf.experiments.report import noise_margin, table2_orderings, tested_users
+    from bert4rec_tf.experiments.verdicts import noise_margin, table2_orderings, tested_users
 
     assert tested_users("ml-1m") == 6040 and tested_users("beauty") == 40226 and tested_users("custom") is None
     assert noise_margin(0.6856, 0.6866, 6040) == pytest.approx(0.01689, abs=1e-5)
@@ -103,7 +104,7 @@ def test_an_order_within_the_test_sets_noise_is_a_tie():
 def test_a_run_tested_on_a_sample_of_users_widens_the_margin_to_its_sample():
     """The same 0.0100 gap on Beauty is a tie when one side was tested on 1,000 users (two standard
     errors of the difference over 1,000 users: 0.0400), in the orderings and beside a departure."""
-    from bert4rec_tf.experiments.report import departures, table2_orderings
+    from bert4rec_tf.experiments.verdicts import departures, table2_orderings
 
     sampled = [fake_record("beauty", "bert4rec", {"pop": {"HR@10": 0.2908}}),
                {**fake_record("beauty", "sasrec-bce", {"pop": {"HR@10": 0.2808}}), "evaluated_users": 1000,
@@ -134,7 +135,7 @@ def test_links_in_the_notes_hold_from_the_report_that_quotes_them():
 
 def test_a_report_flags_runs_trained_on_slower_cores(tmp_path):
     """The 2026-11-25 sessions' machines: 204 against 142 GFLOP/s, both "AMD EPYC, 2 cores"."""
-    from bert4rec_tf.experiments.report import machine_notes
+    from bert4rec_tf.experiments.provenance import machine_notes
 
     fast, slow = fake_speed(204.0, 10.0), fake_speed(142.0, 9.5)
     records = [{**fake_record("ml-1m", "bert4rec", {}), "speed": [fast]},
@@ -167,7 +168,7 @@ def test_a_sweep_says_its_best_value_and_whether_the_papers_is_level_with_it():
     """ML-1m (6,040 test users): 2 SE between 0.47 and 0.46 is about 0.0181, so 0.46 is level with
     0.47 and 0.43 is not; the paper's best rho on ML-1m is 0.2, its best N by NDCG@10 200."""
     from bert4rec_tf.experiments.published import paper_best_value
-    from bert4rec_tf.experiments.report import sweep_summary
+    from bert4rec_tf.experiments.verdicts import sweep_summary
 
     rows = [_sweep_row("ml-1m", 0.1, 0.43), _sweep_row("ml-1m", 0.2, 0.46), _sweep_row("ml-1m", 0.3, 0.47),
             _sweep_row("beauty", 0.6, 0.18)]
@@ -191,7 +192,7 @@ def test_a_sweep_says_its_best_value_and_whether_the_papers_is_level_with_it():
 def test_a_report_lists_its_commands_without_local_paths_or_clock_times(tmp_path):
     """The commands as the records hold them name folders of the machine that ran them and the clock
     time it had to stop at; the report writes them from the checkout's root without either."""
-    from bert4rec_tf.experiments.report import portable_command
+    from bert4rec_tf.experiments.provenance import portable_command
 
     recorded = ("bert4rec-reproduce table2 --datasets beauty --recipe cpu-1h --out /home/x/repo/reports/table2 "
                 "--results_dir /home/x/repo/docs/results --source_file beauty=../data/beauty.txt.gz "
@@ -238,7 +239,7 @@ def test_a_run_tested_on_a_sample_of_users_says_so(tmp_path):
 
 
 def test_a_run_that_departs_from_another_is_set_beside_it(tmp_path):
-    from bert4rec_tf.experiments.report import departures
+    from bert4rec_tf.experiments.verdicts import departures
 
     exact = {"pop": {"HR@10": 0.2908, "NDCG@10": 0.1722}, "full": {"Recall@10": 0.0354, "NDCG@10": 0.0191}}
     records = [fake_record("beauty", "bert4rec", exact),

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bert4rec_tf.scripts.train import weights_tested
+from bert4rec_tf.training.run_folder import RunFolder
 
 
 @pytest.mark.parametrize("record, expected", [
@@ -12,6 +12,6 @@ from bert4rec_tf.scripts.train import weights_tested
     ({"best_step": None, "steps": 8536}, "last weights, step 8,536: no validation split to choose a checkpoint"),
     ({"best_step": None, "steps": 0}, "no training steps"),
 ])
-def test_weights_tested_reads_the_results_record(tmp_path, record, expected):
+def test_the_tested_weights_are_read_from_the_results_record(tmp_path, record, expected):
     (tmp_path / "results.json").write_text(json.dumps({"test": {}, **record}))
-    assert weights_tested(str(tmp_path)) == expected
+    assert RunFolder(str(tmp_path)).tested_weights() == expected
