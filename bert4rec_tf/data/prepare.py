@@ -43,7 +43,8 @@ from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.id_files import read_ids, write_ids
 from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
-from bert4rec_tf.data.readers import READING_RULES, reading_rules, require_file
+from bert4rec_tf.data.readers import READING_RULES, reading_rules
+from bert4rec_tf.data.text_files import require_file
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, remove_abandoned, write_json_atomic

@@ -36,7 +36,8 @@ from google.protobuf import json_format
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.preprocess import UserSequences, preprocess
-from bert4rec_tf.data.readers import Interactions, read_interactions, reading_rules, require_file
+from bert4rec_tf.data.readers import Interactions, read_interactions, reading_rules
+from bert4rec_tf.data.text_files import require_file
 from bert4rec_tf.data.registry import DATASETS, DatasetSpec, get_spec
 from bert4rec_tf.files import write_error, write_failure_cause
 

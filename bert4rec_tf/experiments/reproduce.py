@@ -25,21 +25,18 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import shutil
 import sys
 import time
 
 from bert4rec_tf import cli
-from bert4rec_tf.config import PRESETS
 from bert4rec_tf.data.registry import get_spec
-from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than, usable_cores
-from bert4rec_tf.experiments.plans import (EXPERIMENTS, RENAMED, SWEEPS, derived_flags, plan, resolved_settings,
-                                          run_settings)
-from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
-                                             settings_changes, stale_fields)
-from bert4rec_tf.experiments.report import report_rows, write_report
+from bert4rec_tf.experiments.calibration import START_TOLERANCE, usable_cores
+from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, derived_flags, plan, resolved_settings, run_settings
+from bert4rec_tf.experiments.records import own_record, read_record, run_status, settings_changes, stale_fields
+from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, provenance_file, recorded_datasets,
+                                             report_datasets, slower_cores, start_provenance, write_reports)
 from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs
-from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
+from bert4rec_tf.files import read_json
 from bert4rec_tf.tasks import preset, recipe_overrides
 
 
@@ -108,175 +105,6 @@ def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[st
     return run_settings(train_command(run, args, sources)[len(TRAIN):])
 
 
-def _figures(args: argparse.Namespace, folder: str, records: list[dict], rows: list[dict]) -> list[str]:
-    """The report's figures in `folder`: validation curves, the sweep, the best BERT4Rec's attention
-    (drawn from its run folder when it is here, else kept from an earlier report)."""
-    from bert4rec_tf.experiments import figures
-
-    os.makedirs(folder, exist_ok=True)
-    # One figure of validation quality against minutes per data set: the equal-compute view. A run
-    # has the same line style in every data set's figure (the plan's order).
-    datasets = list(dict.fromkeys(record["dataset"] for record in records))
-    order = list(dict.fromkeys(run.setting for run in plan(args.experiment, datasets)))
-    # Beside it, quality against steps: the view that holds when the runs' machines differ in pace.
-    made = [figures.curves_figure([record for record in records if record["dataset"] == dataset],
-                                  os.path.join(folder, f"validation_{name}_{dataset}.png"), order=order, x=x)
-            for dataset in datasets for name, x in (("curves", "minutes"), ("steps", "step"))]
-    if args.experiment in SWEEPS:
-        made.append(figures.sweep_figure(rows, args.experiment, os.path.join(folder, f"{args.experiment}.png")))
-    bert4rec = [row for row in rows if row["model"] == "bert4rec" and row.get("pop/NDCG@10") is not None]
-    attention = os.path.join(folder, "attention.png")
-    if bert4rec:
-        best = max(bert4rec, key=lambda row: row["pop/NDCG@10"])
-        model_dir = os.path.join(args.out, "runs", best["run"])
-        if run_status(model_dir) == "finished":
-            made.append(figures.attention_figure(model_dir, attention))
-        elif os.path.isfile(attention):
-            made.append(attention)
-    return [path for path in made if path]
-
-
-def _provenance_file(model_dir: str) -> str:
-    return os.path.join(model_dir, "reproduce.json")
-
-
-def _start_provenance(model_dir: str, command: str, cores: list[int] | None, settings: list[str],
-                      speed: dict | None = None) -> None:
-    """Notes which commit and machine (and how many cores) train the run, with which settings and how
-    fast its cores were (`machine_speed`; one measurement per start), the commit and machine joined
-    when a resume changes them."""
-    now = {**provenance(command, PACKAGE_PARENT, len(cores) if cores else None), "settings": settings,
-           "speed": [speed] if speed else []}
-    path = _provenance_file(model_dir)
-    if os.path.isfile(path):
-        before = read_json(path, "run provenance")
-        for key in ("commit", "machine"):
-            if now[key] not in before[key].split(" + "):
-                now[key] = f"{before[key]} + {now[key]}"
-        now["date"] = before["date"] if before["date"] == now["date"] else f"{before['date']} to {now['date']}"
-        now["speed"] = before.get("speed", []) + now["speed"]
-    os.makedirs(model_dir, exist_ok=True)
-    write_json_atomic(path, now)
-
-
-def _folder_changed(model_dir: str, settings: list[str]) -> list[str]:
-    """The fields in which the configuration the run in `model_dir` trained with differs from what its
-    `settings` resolve to now (a preset or recipe changed since it started)."""
-    path = os.path.join(model_dir, "config.json")
-    return stale_fields({"config": read_json(path, "run configuration")}, settings) if os.path.isfile(path) else []
-
-
-def collect_records(args: argparse.Namespace, runs, sources: dict[str, str], command: str) -> list[dict]:
-    """The records of the finished runs: from their run folders (stored in --results_dir when given),
-    else the --results_dir record made with the same settings."""
-    records = []
-    for run in runs:
-        model_dir = os.path.join(args.out, "runs", run.name)
-        settings = _settings(run, args, sources)
-        record = read_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
-        if run_status(model_dir) == "finished" and record is None:
-            origin = (read_json(_provenance_file(model_dir), "run provenance")
-                      if os.path.isfile(_provenance_file(model_dir)) else provenance(command, PACKAGE_PARENT))
-            if origin.pop("settings", settings) != settings or _folder_changed(model_dir, settings):
-                continue  # other settings, or a configuration since changed: not a result of this command
-            record = make_record(model_dir, run, args.experiment, settings, origin)
-            if args.results_dir:
-                path = record_path(args.results_dir, args.experiment, run)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                write_json_atomic(path, record)
-        if record is not None:
-            records.append(record)
-    return records
-
-
-def report(args: argparse.Namespace, runs, sources: dict[str, str], command: str) -> None:
-    records = collect_records(args, runs, sources, command)
-    rows = report_rows(records)
-    figures = [] if args.no_figures or not rows else _figures(args, args.out, records, rows)
-    write_report(args.out, "report", args.experiment, runs, records, figures)
-    if args.results_dir:
-        # The same records make the same figures: copied, not drawn again (the attention figure runs
-        # the model). An attention figure kept from an earlier session stays when none is drawn here.
-        folder = os.path.join(args.results_dir, args.experiment)
-        os.makedirs(folder, exist_ok=True)
-        copies = []
-        for figure in figures:
-            copy = os.path.join(folder, os.path.basename(figure))
-            with atomic_path(copy) as temporary:
-                shutil.copyfile(figure, temporary)
-            copies.append(copy)
-        kept = os.path.join(folder, "attention.png")
-        if figures and kept not in copies and os.path.isfile(kept) and any(row["model"] == "bert4rec" for row in rows):
-            copies.append(kept)
-        notes = os.path.join(folder, "notes.md")
-        text = None
-        if os.path.isfile(notes):
-            with open(notes, encoding="utf-8") as handle:
-                text = handle.read()
-        write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies, notes=text)
-
-
-def report_datasets(asked: list[str], recorded: list[str]) -> list[str]:
-    """The data sets a report covers, in the presets' order (ML-1m first) whichever command wrote it."""
-    order = list(PRESETS)
-    return sorted(dict.fromkeys(asked + recorded), key=lambda name: order.index(name) if name in order else len(order))
-
-
-def _experiment_records(args: argparse.Namespace, experiment: str | None = None) -> list[dict]:
-    """The records of this (or another) experiment in --results_dir (files that are not records are
-    passed over)."""
-    folder = os.path.join(args.results_dir, experiment or args.experiment) if args.results_dir else None
-    if not folder or not os.path.isdir(folder):
-        return []
-    records = []
-    for file in sorted(os.listdir(folder)):
-        if file.endswith(".json"):
-            try:
-                record = read_json(os.path.join(folder, file), "run record")
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "dataset" in record:
-                records.append(record)
-    return records
-
-
-def _recorded_datasets(args: argparse.Namespace) -> list[str]:
-    """Data sets that have records of this experiment in --results_dir (they stay in its report)."""
-    return [record["dataset"] for record in _experiment_records(args)]
-
-
-def compared_speeds(args: argparse.Namespace, runs) -> list[list[dict]]:
-    """The cores' measurements of the runs that a new run of this experiment is compared with: its
-    records in --results_dir and the starts noted in the run folders of `runs` under --out; while
-    none of those was measured, every experiment's records in --results_dir (their budgets are the
-    same compute on the same kind of core). POP, which trains nothing, is left out."""
-    def trained(records: list[dict]) -> list[list[dict]]:
-        return [record.get("speed") or [] for record in records if record.get("model") != "pop"]
-
-    speeds = trained(_experiment_records(args))
-    for run in runs:
-        path = _provenance_file(os.path.join(args.out, "runs", run.name))
-        if run.model != "pop" and os.path.isfile(path):
-            speeds.append(read_json(path, "run provenance").get("speed") or [])
-    if not fastest(speeds):
-        speeds += [speed for experiment in EXPERIMENTS if experiment != args.experiment
-                   for speed in trained(_experiment_records(args, experiment))]
-    return speeds
-
-
-def slower_cores(speed: dict, speeds: list[list[dict]]) -> str | None:
-    """Why a run measured at `speed` is not started (its cores more than START_TOLERANCE slower, on
-    either figure, than the fastest of `speeds`), or None when it may start."""
-    reference = fastest(speeds)
-    found = slower_than([speed], reference, START_TOLERANCE)
-    if not found:
-        return None
-    return (f"its cores measure {speed['float32_gflops']:g} GFLOP/s and {speed['stream_gbs']:g} GB/s "
-            f"({describe(found)} against the fastest cores of the runs it is compared with: "
-            f"{reference['float32_gflops']:g} GFLOP/s, {reference['stream_gbs']:g} GB/s), so its budget would buy "
-            "less training than theirs")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = "bert4rec-reproduce " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
@@ -298,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         deadline = parse_deadline(args.deadline, time.time()) if args.deadline else None
         groups: list[list[int] | None] = core_groups(args.jobs, usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
-        reported = plan(args.experiment, report_datasets(datasets, _recorded_datasets(args)))
-        for run in reported:  # every run the report reads: a plan whose settings cannot be resolved fails here
-            _settings(run, args, sources)
+        reported = plan(args.experiment, report_datasets(datasets, recorded_datasets(args)))
+        # Every run the report reads: a plan whose settings cannot be resolved fails here.
+        reported_settings = {run.name: _settings(run, args, sources) for run in reported}
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
             try:
                 cli.check_train_flags(train_command(run, args, sources)[len(TRAIN):])
@@ -322,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         model_dir = os.path.join(args.out, "runs", run.name)
         state = run_status(model_dir)
         settings = _settings(run, args, sources)
-        origin = _provenance_file(model_dir)
+        origin = provenance_file(model_dir)
         if state != "new" and ((os.path.isfile(origin) and read_json(origin, "run provenance").get(
-                "settings", settings) != settings) or _folder_changed(model_dir, settings)):
+                "settings", settings) != settings) or folder_changed(model_dir, settings)):
             return "other settings"
         if state != "finished" and args.results_dir and read_record(args.results_dir, args.experiment, run, settings):
             return "recorded"
@@ -403,15 +231,18 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"{os.path.join(args.out, 'runs', run.name)} is in use by {holder}: wait for it to end, "
                              "or give another --out")
         settings = _settings(run, args, sources)
-        _start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed)
+        start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed)
         return train_command(run, args, sources)
 
+    def report() -> None:
+        write_reports(args, reported, reported_settings, command)
+
     failed, postponed, refused, spent = run_jobs(todo, len(runs), groups, deadline, args.out, run_budget, refuse,
-                                                 prepare, lambda: report(args, reported, sources, command))
+                                                 prepare, report)
     if failed:
         return 1  # the report was written when the run failed
     if not spent:  # every run was skipped: the report has not been written in this call
-        report(args, reported, sources, command)
+        report()
     if postponed:
         print(f"{len(postponed)} run{'s' * (len(postponed) > 1)} not started before the deadline "
               f"({', '.join(postponed)}): give the command again to train "

@@ -10,8 +10,8 @@ from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
 from bert4rec_tf.models.base import (SequentialRecommender, fit_transformer_statistics, run_blocks,
                                      sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
-from bert4rec_tf.models.losses import (masked_lm_loss, pooled_mean, sampled_softmax_cross_entropy,
-                                       tied_softmax_cross_entropy)
+from bert4rec_tf.models.losses import masked_lm_loss, pooled_mean
+from bert4rec_tf.models.softmax import sampled_softmax_cross_entropy, tied_softmax_cross_entropy
 
 
 def real_slot_indices(masked_lm_weights, capacity: int | None = None):

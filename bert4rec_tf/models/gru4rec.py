@@ -16,10 +16,10 @@ from bert4rec_tf.models.losses import (
     bpr_losses,
     bpr_max_losses,
     pooled_mean,
-    tied_softmax_cross_entropy,
     top1_losses,
     top1_max_losses,
 )
+from bert4rec_tf.models.softmax import tied_softmax_cross_entropy
 
 # The ranking losses over sampled negatives, by `config.loss`; "ce" is the softmax over every item.
 RANKING_LOSSES = {"top1": top1_losses, "bpr": bpr_losses, "top1_max": top1_max_losses, "bpr_max": bpr_max_losses}

@@ -35,7 +35,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import os
 import time
@@ -49,19 +48,19 @@ keras = np = tf = None
 
 
 def _import_heavy() -> None:
-    global keras, np, tf, ModelConfig, preset, mask_id, vocab_size, make_windows, dynamic_training_dataset
-    global get_spec, BERT4Rec
+    global keras, np, tf, preset, mask_id, vocab_size, make_windows, dynamic_training_dataset
+    global get_spec, BERT4Rec, profile_table, training_flops
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
     import numpy as np
     import tensorflow as tf
 
-    from bert4rec_tf.config import ModelConfig
     from bert4rec_tf.constants import mask_id, vocab_size
     from bert4rec_tf.data.instances import make_windows
     from bert4rec_tf.data.pipeline import dynamic_training_dataset
     from bert4rec_tf.data.registry import get_spec
     from bert4rec_tf.models import BERT4Rec
+    from bert4rec_tf.scripts.step_costs import profile_table, training_flops
     from bert4rec_tf.tasks import preset
 
 
@@ -125,52 +124,6 @@ def _source_files(text: str) -> dict[str, str]:
         dataset, path = item.split("=", 1)
         pairs[dataset.strip()] = path.strip()
     return pairs
-
-
-# The largest [rows, items] matrix `head_products_seconds` builds (1 GB of float32): on a larger
-# catalogue the exact head's floor is not measured.
-HEAD_FLOOR_ELEMENTS = 2 ** 28
-
-
-def head_products_seconds(rows: int, classes: int, width: int, repeats: int = 5) -> float:
-    """Seconds of the three float32 matrix products an exact full-softmax head runs per step.
-
-    The logits [rows, classes] = hidden [rows, width] . table^T, and in the backward pass the
-    gradients of the hidden states (logits' gradient . table) and of the table (its transpose .
-    hidden). Any training step with a full softmax over `classes` items takes at least this long,
-    whatever its kernels do around them: the floor of the head, the best of `repeats`.
-    """
-    hidden = tf.random.normal([rows, width])
-    table = tf.random.normal([classes, width])
-    gradient = tf.random.normal([rows, classes])
-
-    @tf.function(autograph=False)
-    def products(hidden, table, gradient):
-        logits = tf.matmul(hidden, table, transpose_b=True)
-        d_hidden = tf.matmul(gradient, table)
-        d_table = tf.matmul(gradient, hidden, transpose_a=True)
-        return logits[0, 0] + d_hidden[0, 0] + d_table[0, 0]
-
-    products(hidden, table, gradient).numpy()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        products(hidden, table, gradient).numpy()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def training_flops(config: ModelConfig, seq_len: int, slots: float) -> float:
-    """Floating-point operations of one training sample, forward and backward (3x forward).
-
-    Counts the matrix products: per layer the four attention projections, the two attention
-    products (over the full padded length, as computed) and the two FFN projections; the head's
-    transform and item scores at `slots` masked positions. Element-wise work is not counted.
-    """
-    d, n = config.hidden_size, seq_len
-    per_layer = 2 * n * d * (4 * d + 2 * config.intermediate_size) + 2 * 2 * n * n * d
-    head = 2 * slots * d * (d + config.vocab_size)
-    return 3 * (config.num_layers * per_layer + head)
 
 
 def pipeline_rate(dataset: str, batch_size: int, seed: int, batches: int = 30) -> float:
@@ -255,101 +208,6 @@ def time_configuration(dataset: str, features: dict, packing: str, xla: bool, pr
     return elapsed
 
 
-def profile_table(step) -> str:
-    """Where `step`'s op time goes, one indented line per model part (`bert4rec_tf.profiling`)."""
-    from bert4rec_tf.profiling import profile_steps
-
-    shares = profile_steps(step, steps=3)
-    total = sum(shares.values()) or 1.0
-    return "\n".join(f"    {name:<34} {value / total:>6.1%}" for name, value in shares.items() if value)
-
-
-def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> tuple[list, object, float]:
-    """`--warmup + --steps` training batches of the real prepared data, as train.py makes them.
-
-    Returns the batches (in memory), the model (built, compiled) and the input pipeline's
-    samples/s. `groups` sets train.length_groups (None: the configuration's own, if it has one).
-    """
-    from bert4rec_tf.cli import experiment_config
-    from bert4rec_tf.data.prepare import prepare
-    from bert4rec_tf.data.split import training_sequences
-    from bert4rec_tf.training.build import build_trainee
-
-    overrides = list(args.config) + ([f"model.loss={args.loss}"] if args.loss else [])
-    config = experiment_config(dataset, overrides, seed=None, model=args.model, recipe=args.recipe)
-    config.train.time_budget = 0.0
-    config.train.batch_size = args.batch_size or config.train.batch_size
-    if groups is not None:
-        config.train.length_groups = groups
-    prepared = prepare(config.data, args.data_dir, (args.source_files or {}).get(dataset), progress=False)
-    config.model.vocab_size = int(prepared.metadata["vocab_size"])
-    config.model.num_users = int(prepared.metadata["num_users"])
-    config.model.max_len = config.data.max_len
-    train = training_sequences(prepared.sequences(), config.data.split)
-    trainee = build_trainee(config, prepared, train)  # as the trainer builds it (seeded from the data seed)
-    model, stream = trainee.model, iter(trainee.stream(0))
-    next(stream)  # the pipeline's start-up is not its rate
-    start = time.perf_counter()
-    batches = [next(stream) for _ in range(args.warmup + args.steps)]
-    rate = len(batches) * config.train.batch_size / (time.perf_counter() - start)
-    return batches, model, rate
-
-
-def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int | None) -> str:
-    """One --real row: the step's ms and samples/s on real batches, and its share of the float32 limit."""
-    batches, model, pipeline = real_batches(args, dataset, groups)
-    timed = batches[args.warmup:]
-    # Every batch once untimed: the kernels of each shape are compiled (the XLA-compiled GELU once per
-    # shape of its input) before the timed pass, as they are after the first minutes of a run.
-    for batch in batches:
-        model.train_on_batch(batch)
-    start = time.perf_counter()
-    for batch in timed:
-        model.train_on_batch(batch)
-    seconds = (time.perf_counter() - start) / len(timed)
-    size = int(timed[0]["input_ids"].shape[0])
-    config = model.model_config
-    widths = [int(batch["input_ids"].shape[1]) for batch in timed]
-    rate = size / seconds
-    share = f"{'n/a':>8}"  # `training_flops` counts the Cloze models' work (BERT4Rec's head)
-    head = f"{'n/a':>9}"
-    if "masked_lm_weights" in timed[0]:
-        slots = [float(np.sum(batch["masked_lm_weights"] > 0)) for batch in timed]
-        flops = np.mean([training_flops(config, width, count / size) for count, width in zip(slots, widths)])
-        rows = round(np.mean(slots))
-        if config.loss != "sampled_softmax":  # FLOPs and floor of the exact head only
-            share = f"{rate * flops / limit:>8.0%}"
-            if rows * config.vocab_size <= HEAD_FLOOR_ELEMENTS:  # its [rows, items] matrices fit in memory
-                floor = head_products_seconds(rows, config.vocab_size, config.hidden_size)
-                head = f"{floor * 1000:>9.1f}"
-    label = "full width" if groups == 0 else "padding-aware"
-    real = np.mean([np.mean(np.asarray(batch["input_ids"]) != 0) for batch in timed])
-    packed = {True: "yes", False: "no", None: "n/a"}[model.pack_positions]
-    line = (f"{dataset:<8} {args.model:<15} {label:<14} {np.mean(widths):>6.1f} {real:>6.0%} {packed:>6} "
-            f"{seconds * 1000:>9.1f} "
-            f"{rate:>10.1f} {share} {pipeline:>10.0f} {head}")
-    if args.profile:
-        line += "\n" + profile_table(lambda: model.train_on_batch(timed[0]))
-    return line
-
-
-def main_real(args: argparse.Namespace, limit: float) -> None:
-    """The --real table: each data set, padding-aware batches and full-width ones, side by side."""
-    from bert4rec_tf.config import TrainConfig
-
-    header = (f"{'dataset':<8} {'model':<15} {'batches':<14} {'width':>6} {'real':>6} {'packed':>6} {'ms/step':>9} "
-              f"{'samples/s':>10} {'of limit':>8} {'input/s':>10} {'head ms':>9}")
-    settings = "".join(f", --config {override}" for override in args.config)
-    print(f"real batches: --model {args.model}, --recipe {args.recipe}"
-          + (f", --loss {args.loss}" if args.loss else "") + settings)
-    print(header)
-    print("-" * len(header))
-    aware = "length_groups" in {field.name for field in dataclasses.fields(TrainConfig)}
-    for dataset in args.datasets:
-        for groups in ((None, 0) if aware else (0,)):
-            print(time_real(args, dataset, limit, groups), flush=True)
-
-
 def onednn_enabled() -> bool:
     """Whether TensorFlow runs its oneDNN kernels in this process."""
     try:
@@ -366,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.real:
         print(f"keras {keras.__version__}, tensorflow {tf.__version__}, oneDNN {'on' if onednn_enabled() else 'off'}, "
               f"{os.cpu_count()} CPUs; float32 limit: a 2048^3 matrix product runs at {limit / 1e9:.0f} GFLOP/s")
+        from bert4rec_tf.scripts.benchmark_real import main_real
+
         main_real(args, limit)
         return 0
     args.batch_size = args.batch_size or 256

@@ -6,7 +6,8 @@ import tensorflow as tf
 
 from bert4rec_tf.constants import LOSS_EPSILON
 from bert4rec_tf.models import masked_lm_loss, matching_losses, next_item_bce_loss, next_item_ce_loss
-from bert4rec_tf.models.losses import pooled_mean, sparse_softmax_cross_entropy
+from bert4rec_tf.models.losses import pooled_mean
+from bert4rec_tf.models.softmax import sparse_softmax_cross_entropy
 
 
 def _cross_entropy(logits: list[float], label: int) -> float:
@@ -106,7 +107,7 @@ def test_fused_cross_entropy_against_numpy_values_and_gradient(scale):
 
 
 def test_tied_cross_entropy_against_numpy_values_and_gradients():
-    from bert4rec_tf.models.losses import tied_softmax_cross_entropy
+    from bert4rec_tf.models.softmax import tied_softmax_cross_entropy
 
     rng = np.random.default_rng(7)
     hidden, table, bias = rng.normal(size=(6, 4)), rng.normal(size=(9, 4)) * 2, rng.normal(size=9)
@@ -151,7 +152,7 @@ def test_the_fused_training_loss_equals_compute_loss_with_the_same_gradients(nam
 
 
 def test_sampled_softmax_with_every_class_as_negative_is_the_exact_loss_and_gradients():
-    from bert4rec_tf.models.losses import sampled_softmax_cross_entropy, tied_softmax_cross_entropy
+    from bert4rec_tf.models.softmax import sampled_softmax_cross_entropy, tied_softmax_cross_entropy
 
     rng = np.random.default_rng(11)
     hidden, table, bias = rng.normal(size=(6, 4)), rng.normal(size=(9, 4)) * 2, rng.normal(size=9)
@@ -175,7 +176,7 @@ def test_sampled_softmax_with_every_class_as_negative_is_the_exact_loss_and_grad
 def test_sampled_softmax_by_hand():
     """Two rows, d 1, K 3 negatives (1, 2, 2) with popularity log q: the correction, the accidental
     hit and the repeated negative, computed by hand."""
-    from bert4rec_tf.models.losses import sampled_softmax_cross_entropy
+    from bert4rec_tf.models.softmax import sampled_softmax_cross_entropy
 
     table = np.array([[0.0], [1.0], [2.0], [3.0]])
     bias = np.array([0.0, 0.5, 0.0, -0.5])

@@ -223,7 +223,7 @@ def test_the_former_name_of_the_rho_sweep_is_one_line_naming_the_new_one(tmp_pat
 
 
 def test_a_report_lists_its_data_sets_in_one_order_whichever_command_wrote_it():
-    from bert4rec_tf.experiments.reproduce import report_datasets
+    from bert4rec_tf.experiments.results import report_datasets
 
     assert report_datasets(["beauty"], ["ml-1m", "beauty", "ml-1m"]) == ["ml-1m", "beauty"]
     assert report_datasets(["ml-1m", "beauty"], []) == ["ml-1m", "beauty"]
@@ -259,7 +259,7 @@ def test_a_run_on_cores_at_less_than_half_its_experiments_fastest_is_not_started
     """The Xeon of the third 2026-11-25 session (stream 0.9 against the EPYC's 5.94 GB/s) is refused;
     the slower EPYC (142 against 204 GFLOP/s, -30%) starts, and its report flags it; runs without a
     measurement give no reference."""
-    from bert4rec_tf.experiments.reproduce import slower_cores
+    from bert4rec_tf.experiments.results import slower_cores
 
     speeds = [[fake_speed(204.0, 6.0)], [fake_speed(150.0, 5.9), fake_speed(190.0, 5.0)], [], [{"cores": 1}]]
     why = slower_cores(fake_speed(142.0, 0.9), speeds)
