@@ -4,9 +4,9 @@ family trained on single interactions with a vector per user (NCF, FPMC) derives
 Preset "bpr_mf": the BERT4Rec paper implemented BPR-MF itself and tuned d, the L2 regulariser and
 dropout for every baseline on the validation sets (grids d in {16, ..., 256}, l2 in {1, ..., 1e-4})
 without reporting the values it chose; the preset takes d 64 (its BERT4Rec default), l2 0.01 (the
-middle of its grid; 0.001 on ML-1m, chosen on validation: docs/models.md gives the trials), Adam at 1e-3 in batches of 256 (the BPR paper trains by SGD
-on one (u, i, j) triple at a time), one negative per positive (the paper's triples) and no weight
-decay (the L2 term regularises).
+middle of its grid; 0.001 on ML-1m, chosen on validation: docs/models.md gives the trials), Adam at
+1e-3 in batches of 256 (the BPR paper trains by SGD on one (u, i, j) triple at a time), one negative
+per positive (the paper's triples) and no weight decay (the L2 term regularises).
 
 The `cpu-*` recipes keep their rate (3e-3 on ML-1m and Beauty) and set the batch: the training step
 turns the embeddings' gradients dense and AdamW updates every row, so a step costs about the same

@@ -79,13 +79,13 @@ class GRU4RecPlusConfig(NegativesPart, GRU4RecConfig):
 _COMMON_PRESET = {"prop_sliding_window": 0.5, "hidden_size": 100, "num_layers": 1, "weight_decay": 0.0,
                   "learning_rate": 1e-3, "max_len": 50}
 
-# The `cpu-*` recipes' starting values, on top of the shared ones (batch 128, rate 3e-3 on ML-1m and
-# Beauty, max_len 100 on ML-1m, hidden dropout 0.1 / 0.2, warm-up 500 on Beauty), to be settled by
-# trials as SASRec's were. GRU4Rec reads the same windows as SASRec, and batch 128 gives each target
-# 127 in-batch negatives; its dropout is its paper's regularising 0.5 on Beauty's short sequences and
-# 0.2 on ML-1m. GRU4Rec+ keeps its 2,048 shared negatives, whose scores cost most of its step where
-# the windows are full: on ML-1m (2 cores) a step of batch 128 x 100 took about 3 s against 0.6 s for
-# GRU4Rec, and batch 32 (its preset's) 0.8 s, at the same 40 windows/s: 4x the updates per hour.
+# What the `cpu-*` recipes change, on top of the shared settings (batch 128, rate 3e-3 on ML-1m and
+# Beauty, max_len 100 on ML-1m, hidden dropout 0.1 / 0.2, warm-up 500 on Beauty). GRU4Rec reads the
+# same windows as SASRec, and batch 128 gives each target 127 in-batch negatives; its dropout is its
+# paper's regularising 0.5 on Beauty's short sequences and 0.2 on ML-1m. GRU4Rec+ keeps its 2,048
+# shared negatives, whose scores cost most of its step where the windows are full, so on ML-1m it
+# takes its preset's batch of 32: a step costs a fraction of batch 128's at the same windows per
+# second, so an hour holds several times the updates (the lab notebook has the timings).
 _CPU_GRU4REC = {"ml-1m": {"hidden_dropout": 0.2}, "beauty": {"hidden_dropout": 0.5}}
 _CPU_GRU4REC_PLUS = {"ml-1m": {"batch_size": 32}}
 
