@@ -18,6 +18,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 
 from bert4rec_tf.config import RECIPES, ExperimentConfig, UnknownSetting
+from bert4rec_tf.console import import_tensorflow_quietly
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
@@ -122,7 +123,7 @@ def run_absl_command(run: Callable[[], None], module: str) -> None:
         for flag in flags.FLAGS.get_flags_for_module(name):
             flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
     try:
-        app.run(lambda argv: _exit_at_once_on_error(guarded(run)))
+        app.run(lambda argv: _exit_at_once_on_error(guarded(run, loads_tensorflow=True)))
     except SystemExit as exit:
         if exit.code == 1 and _asks_for_help(sys.argv[1:]):
             sys.exit(0)
@@ -317,19 +318,23 @@ def quiet_libraries() -> None:
     absl_logging.set_verbosity(absl_logging.ERROR)
 
 
-def guarded(run: Callable[[], int | None]) -> int:
+def guarded(run: Callable[[], int | None], loads_tensorflow: bool = False) -> int:
     """Runs `run` and returns its exit status (0 when it returns None); bad input, a fault or a missing
     TensorFlow ends in a one-line error on stderr and exit status 1, and Ctrl-C in one line (the
     `KeyboardInterrupt`'s message, if any) and exit status 130.
 
     Errors the package raises for bad input (`ValueError`, `DataError`) and operating-system errors
     (missing, unreadable or damaged files) are shown as `error: <message>`; `--debug` shows the
-    traceback instead.
+    traceback instead. With `loads_tensorflow` (a command whose work runs TensorFlow) TensorFlow is
+    imported first, its native INFO lines held back (`bert4rec_tf.console.quiet_native_import`).
     """
     logging.getLogger("bert4rec_tf").setLevel(logging.INFO)
-    if not (_debugging() or (flags.FLAGS.is_parsed() and flags.FLAGS.verbose)):
+    quiet = not (_debugging() or (flags.FLAGS.is_parsed() and flags.FLAGS.verbose))
+    if quiet:
         quiet_libraries()
     try:
+        if loads_tensorflow and quiet:
+            import_tensorflow_quietly()
         status = run()
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] != "tensorflow" or _debugging():

@@ -44,6 +44,17 @@ from bert4rec_tf.files import write_error, write_failure_cause
 logger = logging.getLogger("bert4rec_tf")
 
 
+def preparation_summary(name: str, report: dict) -> str:
+    """One line of what preprocessing read and dropped (the build's metadata keeps every count)."""
+    def get(key: str) -> str:
+        return f"{report.get(key, 0):,}"
+
+    return (f"{name}: read {get('interactions_read')} interactions of {get('users_read')} users and "
+            f"{get('items_read')} items; dropped {get('duplicate_rows')} duplicate rows, {get('items_dropped_rare')} "
+            f"rare items ({get('interactions_dropped_rare_items')} interactions) and {get('users_dropped_short')} "
+            f"short users ({get('interactions_dropped_short_users')} interactions)")
+
+
 class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """Shared logic of the per-dataset builders; `DATASET` names the registry entry."""
 
@@ -110,8 +121,7 @@ class _UserSequenceBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=Tr
         if self._check is not None:
             self._check(sequences)
         self.info.metadata.update(report)  # saved with the build: what was dropped on purpose
-        for key, value in report.items():
-            logger.info("%s %s: %s", self.spec.name, key, value)
+        logger.info("%s", preparation_summary(self.spec.name, report))
         stamps = sequences.timestamps.astype(str) if sequences.timestamps is not None else None
         for user in range(sequences.num_users):
             begin, end = sequences.offsets[user], sequences.offsets[user + 1]

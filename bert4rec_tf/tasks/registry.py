@@ -10,6 +10,7 @@ from typing import Any
 
 from bert4rec_tf.config import (RECIPES, ExperimentConfig, Family, ModelConfig, dataset_settings, family,
                                 register_family)
+from bert4rec_tf.console import quiet_native_import
 from bert4rec_tf.tasks.base import Task
 
 TASKS: dict[str, Task] = {}
@@ -168,7 +169,8 @@ def load_plugins() -> list[str]:
     registered = []
     for point in importlib.metadata.entry_points(group=PLUGIN_GROUP):
         try:
-            task = point.load()
+            with quiet_native_import():  # its module may import TensorFlow before the flags are parsed
+                task = point.load()
             task = task() if isinstance(task, type) else task
             if not isinstance(task, Task):
                 raise TypeError(f"{point.value} is not a bert4rec_tf.tasks.Task")
