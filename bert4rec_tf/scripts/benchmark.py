@@ -11,23 +11,30 @@ per sample (forward and backward, counted from the shapes) times samples/s, over
 beside it, see ../shared/peers/recbole) it gives the ratio to RecBole. --pipeline also times the
 dynamic-masking input pipeline alone on synthetic histories shaped like the data set's.
 
---real times the training step of the shipped path instead: the model of --model with the
-settings of --recipe (a cpu-* recipe; they share their shapes) on batches of the real prepared
-data (--source_files), as train.py makes them, padding-aware (each batch trimmed to its longest
-sequence, `train.length_groups` as the recipe has it) and, beside it, full-width in stream order (train.length_groups 0, the
-batches before padding-aware training). The batches are made first and timed apart (the input
-pipeline's own rate); the share of the float32 limit counts the work of each batch's own width.
-`real` is the share of the timed batches' positions that hold an item, `packed` whether the
-Transformer blocks run on those positions only (`model.padding_free`, decided from the data).
-`head ms` is the floor of the exact full-softmax head at the batches' mean number of masked slots:
-the time of its three float32 matrix products alone (logits, and the gradients of the hidden
-states and of the item table), which no change around them can remove.
+--real times the training step of the shipped path instead, for any registered family: the model
+of --model with the settings of --recipe (a cpu-* recipe; they share their shapes) on batches of the
+real prepared data (--source_files), as train.py makes them. For a family with a sequence input the
+batches are timed padding-aware (each batch trimmed to its longest sequence, `train.length_groups`
+as the recipe has it) and, beside it, full-width in stream order (train.length_groups 0). The batches
+are made first and timed apart: `input/s` is the input stream's own rate and `input x` that rate over
+the step's samples/s (the stream keeps up with the step above 1x). `real` is the share of the timed
+batches' positions that hold an item, `packed` whether the Transformer blocks run on those positions
+only (`model.padding_free`, decided from the data). For the Cloze models the share of the float32
+limit counts the work of each batch's own width, and `head ms` is the floor of the exact
+full-softmax head at the batches' mean number of masked slots: the time of its three float32 matrix
+products alone (logits, and the gradients of the hidden states and of the item table), which no
+change around them can remove. With --validation, `validating` is the share of a budget that
+validation takes when it runs every --eval_every steps: one validation as the trainer runs it (the
+recipe's validation users and protocols, and the validation loss) over itself plus --eval_every
+steps.
 --profile adds where the step's time goes (bert4rec_tf.profiling), per model part.
 
 Example:
     python run_scripts/benchmark.py
     python run_scripts/benchmark.py --real --datasets ml-1m,beauty --recipe cpu-1h --profile \\
         --source_files ml-1m=../shared/datasets/ml-1m/ml-1m.txt.gz,beauty=../shared/datasets/beauty/beauty.txt.gz
+    python run_scripts/benchmark.py --real --model caser --validation --datasets beauty \\
+        --source_files beauty=../shared/datasets/beauty/beauty.txt.gz
     python run_scripts/benchmark.py --steps 5 --warmup 2 --datasets ml-1m --precisions float32 \\
         --packing dynamic --xla off --recbole 64.4 --pipeline
 """
@@ -51,6 +58,9 @@ def _import_heavy() -> None:
     global keras, np, tf, preset, mask_id, vocab_size, make_windows, dynamic_training_dataset
     global get_spec, BERT4Rec, profile_table, training_flops
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from bert4rec_tf.console import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
     import keras
     import numpy as np
     import tensorflow as tf
@@ -110,6 +120,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "default: the model's)")
     parser.add_argument("--config", action="append", default=[],
                         help="--real: a key=value override of the configuration, as train.py --config (repeatable)")
+    parser.add_argument("--validation", action="store_true",
+                        help="--real: also time one validation as the trainer runs it, for its share of a budget")
+    parser.add_argument("--eval_every", type=int, default=500,
+                        help="--real --validation: the steps between validations (train.py --eval_every)")
     parser.add_argument("--profile", action="store_true",
                         help="also print where the step's time goes, per model part (TensorFlow's profiler), "
                              "above each row")

@@ -29,11 +29,9 @@ import tensorflow as tf
 
 from bert4rec_tf.config import ExperimentConfig, config_differences
 from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
-from bert4rec_tf.data.pipeline import evaluation_histories
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
-from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
-from bert4rec_tf.evaluation.validation_loss import validation_loss_function
+from bert4rec_tf.evaluation.evaluator import evaluate
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import atomic_path, quiet_after_failed_write, write_error, write_json_atomic
 from bert4rec_tf.tasks import get_task, reference_model
@@ -50,11 +48,7 @@ from bert4rec_tf.training.registration import register_keras_objects
 from bert4rec_tf.training.run_folder import RunFolder, same_data
 from bert4rec_tf.training.schedule import finished, patience_spent, train_intervals
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
-
-ATTENTION_USERS = 512
-# The protocols of every validation: the selection metric's and full ranking.
-VALIDATION_PROTOCOLS = (SELECTION_METRIC[0], "full")
-
+from bert4rec_tf.training.validation import evaluated_users, make_validation
 
 def pop_warning(best: dict | None, pop: dict[str, dict[str, float]],
                 num_negatives: int = NUM_EVAL_NEGATIVES) -> str | None:
@@ -178,20 +172,10 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     run.record(config, prepared)
     write_run_summaries(run.directory, config, state["step"])
 
-    validate = validation_loss = None
-    validation_histories = None
-    evaluated = evaluation_users(sequences.num_users, config.train.eval_users)  # None: every user
-    if config.data.split == "valid":
-        protocols = VALIDATION_PROTOCOLS if task.full_ranking_validation else VALIDATION_PROTOCOLS[:1]
-
-        def validate(m):
-            return evaluate(m, sequences, "valid", config.data.history_length(), candidates, protocols=protocols,
-                            users=evaluated)
-
-        histories, targets = evaluation_histories(sequences, "valid", config.data.history_length())
-        validation_histories = histories[:ATTENTION_USERS]
-        validation_loss = validation_loss_function(model, task.loss_features, histories, targets,
-                                                   candidates["uniform_valid"])
+    validation = make_validation(config, task, model, sequences, candidates)
+    validate, validation_loss, validation_histories = ((validation.metrics, validation.loss, validation.histories)
+                                                       if validation else (None, None, None))
+    evaluated = evaluated_users(config, sequences)  # None: every user
     if task.trains:
         started, earlier = time.monotonic(), state["seconds"]
 

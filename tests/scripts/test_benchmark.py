@@ -1,8 +1,13 @@
 """The step costs that benchmark.py --real builds on (the script's runs themselves are measurements)."""
 
 import math
+from pathlib import Path
+
+import pytest
 
 from bert4rec_tf.scripts.step_costs import head_products_seconds, training_flops
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "interactions.csv"
 
 
 def test_head_products_seconds_times_the_three_products():
@@ -18,3 +23,24 @@ def test_training_flops_counts_the_head_per_slot():
     with_two = training_flops(config, seq_len=10, slots=2.0)
     # forward 2 * slots * d * (d + items) (transform and scores), times 3 for the backward pass
     assert with_two - without == 3 * 2 * 2 * 4 * (4 + 50)
+
+
+@pytest.mark.parametrize("model, grouped", [("bpr_mf", False), ("sasrec", True), ("pop", False)])
+def test_the_real_benchmark_times_any_family(model, grouped, tmp_path, capsys):
+    """--real builds the batches of any family as train.py does, and times its step, its input stream
+    and its validation's share (a family that trains nothing: its validation only)."""
+    from bert4rec_tf.scripts import benchmark
+
+    benchmark.main(["--real", "--model", model, "--datasets", "custom", "--source_files", f"custom={EXAMPLE}",
+                    "--data_dir", str(tmp_path), "--config", "num_negatives=3", "--steps", "2", "--warmup", "1",
+                    "--batch_size", "4", "--validation", "--eval_every", "10"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("custom")]
+    if model == "pop":
+        assert len(rows) == 1 and "trains nothing: validation" in rows[0]
+        return
+    assert len(rows) == (2 if grouped else 1)
+    for row in rows:
+        fields = row.split()
+        assert fields[1] == model
+        samples, input_rate, share = float(fields[-6]), float(fields[-4]), fields[-1]
+        assert samples > 0 and input_rate > 0 and share.endswith("%")
