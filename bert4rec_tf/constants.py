@@ -22,6 +22,8 @@ WARMUP_STEPS = 100
 
 # Evaluation: the original seeded numpy with this before sampling negatives.
 EVAL_SEED = 12345
+# The seed of the sample of users validated during training (`train.valid_users`).
+VALID_SEED = 54321
 NUM_EVAL_NEGATIVES = 100
 # The most scores (users x vocabulary, float32: 64 MB) that evaluation and serving hold for one
 # batch; a batch of more users is scored in parts, so memory stays bounded at any catalogue size.

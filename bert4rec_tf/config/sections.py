@@ -217,12 +217,16 @@ class RunConfig(Section):
 
     `eval_users` (0: every user) validates and tests on a fixed sample of that many users instead of
     all (`bert4rec_tf.evaluation.evaluator.evaluation_users`), for data sets whose full evaluation
-    would take longer than the training; results.json says how many were evaluated. `recipe` records
-    the name of `RECIPES` whose settings the run started from (before the command's own overrides);
-    "paper": the preset as it is.
+    would take longer than the training; results.json says how many were evaluated. `valid_users`
+    (0: the users tested) validates during training on a fixed sample of that many of the users
+    tested, the same at every validation, while the test takes them all: the checkpoint is chosen
+    and training stopped on the sample, and its two standard errors are logged beside the curve.
+    `recipe` records the name of `RECIPES` whose settings the run started from (before the
+    command's own overrides); "paper": the preset as it is.
     """
 
     eval_users: int = 0
+    valid_users: int = 0
     recipe: str = "paper"
 
     def check(self) -> None:
@@ -230,6 +234,7 @@ class RunConfig(Section):
         from bert4rec_tf.config.presets import RECIPES
 
         require(self.eval_users >= 0, "eval_users", self.eval_users, "at least 0 (0: every user)")
+        require(self.valid_users >= 0, "valid_users", self.valid_users, "at least 0 (0: the users tested)")
         require(self.recipe in RECIPES, "recipe", self.recipe, f"one of {', '.join(RECIPES)}")
 
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras import ops
 from tqdm.auto import tqdm
 
-from bert4rec_tf.constants import EVAL_SEED, MAX_BATCH_SCORES, PAD_ID, vocab_size
+from bert4rec_tf.constants import EVAL_SEED, MAX_BATCH_SCORES, PAD_ID, VALID_SEED, vocab_size
 from bert4rec_tf.data.pipeline import evaluation_histories, padded_width
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.split import history_and_target
@@ -25,6 +25,17 @@ def evaluation_users(num_users: int, count: int) -> np.ndarray | None:
     if count <= 0 or count >= num_users:
         return None
     return np.sort(np.random.default_rng(EVAL_SEED).choice(num_users, size=count, replace=False))
+
+
+def validation_users(num_users: int, eval_users: int, valid_users: int) -> np.ndarray | None:
+    """The users (0-based, sorted) validated during training: `valid_users` of the users tested
+    (`evaluation_users(num_users, eval_users)`), drawn without replacement with their own seed, the
+    same for every run on the data; the users tested when `valid_users` is 0 or covers them all."""
+    tested = evaluation_users(num_users, eval_users)
+    pool = np.arange(num_users) if tested is None else tested
+    if valid_users <= 0 or valid_users >= len(pool):
+        return tested
+    return np.sort(np.random.default_rng(VALID_SEED).choice(pool, size=valid_users, replace=False))
 
 
 def evaluate(model, sequences: UserSequences, stage: str, max_len: int,

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from bert4rec_tf.constants import SELECTION_METRIC
+from bert4rec_tf.constants import SELECTION_METRIC, metric_label
 from bert4rec_tf.evaluation.attention import average_last_attention, heatmap_image
 from bert4rec_tf.evaluation.attention_plot import attention_head_pixels
 from bert4rec_tf.evaluation.evaluator import format_table
@@ -94,6 +94,12 @@ class PaceMeter(keras.callbacks.Callback):
         self.overhead = time.monotonic() - self._begin - self._steps * (self.pace or 0.0)
 
 
+def two_standard_errors(mean: float, users: int) -> float:
+    """Two standard errors of a mean over `users` users of a per-user value in [0, 1] with mean `mean`:
+    exact for a hit rate (variance m(1 - m)), an upper bound for NDCG and MRR."""
+    return 2.0 * math.sqrt(max(mean * (1.0 - mean), 0.0) / users) if users else math.nan
+
+
 class CheckpointAndValidate(keras.callbacks.Callback):
     """After every interval: check the weights, validate, keep the best, write the resume point.
 
@@ -113,12 +119,17 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         validation_loss: a function of no argument giving the model's loss on validation instances
             (`evaluation.validation_loss`), logged as "loss" beside the validation metrics and as
             "validation_loss" in the curve; None: not logged.
+        sample: the number of users `validate` averages over when they are a sample of the users
+            (`train.valid_users`, `train.eval_users`): two standard errors of the selection metric
+            over them (`two_standard_errors`) are logged beside it ("<protocol>/<metric>_2se") and
+            kept in the curve with the sample's size; None: every user.
     """
 
     def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
                  attention_histories: np.ndarray | None = None, attention_last_label: str | None = None, clock=None,
-                 validation_loss=None):
+                 validation_loss=None, sample: int | None = None):
         super().__init__()
+        self.sample = sample
         self.validation_loss = validation_loss
         self._bare_heat_maps = False
         self.clock = clock
@@ -153,11 +164,21 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                 for protocol, values in results.items():
                     for name, value in values.items():
                         tf.summary.scalar(f"{protocol}/{name}", value)
+            score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
+            spread = {}
+            if self.sample:
+                key = f"{SELECTION_METRIC[0]}/{SELECTION_METRIC[1]}_2se"
+                spread = {"valid_users": self.sample, key: two_standard_errors(score, self.sample)}
+                with self.writer.as_default(step=step), tf.summary.record_if(True):
+                    tf.summary.scalar(key, spread[key])
             if self.clock is not None:
                 point["seconds"] = round(self.clock(), 1)  # training and validation time so far
-            state["curve"].append({**point, **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()}})
-            score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
+            state["curve"].append({**point, **{f"{p}/{m}": v for p, r in results.items() for m, v in r.items()},
+                                   **spread})
             shown = f" (loss {point['validation_loss']:.4f})" if "validation_loss" in point else ""
+            if spread:
+                shown += (f" on {self.sample:,} users (two standard errors of {metric_label(SELECTION_METRIC)}: "
+                          f"{spread[key]:.4f})")
             print(f"\nvalidation at step {step}{shown}:\n{format_table(results)}")
             if math.isfinite(score) and (state["best"] is None or score > state["best"]):
                 state.update(best=score, best_step=step, since_best=0,

@@ -175,6 +175,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     validation = make_validation(config, task, model, sequences, candidates)
     validate, validation_loss, validation_histories = ((validation.metrics, validation.loss, validation.histories)
                                                        if validation else (None, None, None))
+    sample = None if validation is None or validation.users is None else len(validation.users)
     evaluated = evaluated_users(config, sequences)  # None: every user
     if task.trains:
         started, earlier = time.monotonic(), state["seconds"]
@@ -184,7 +185,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
 
         checkpointing = CheckpointAndValidate(run, validate, patience, state, config.train.batch_size,
                                               validation_histories, task.attention_last_label, clock,
-                                              validation_loss)
+                                              validation_loss, sample)
         pace = PaceMeter()
         callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every)),
                      pace]

@@ -14,7 +14,7 @@ import numpy as np
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.data.pipeline import evaluation_histories
-from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
+from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users, validation_users
 from bert4rec_tf.evaluation.validation_loss import validation_loss_function
 from bert4rec_tf.tasks import Task
 
@@ -31,7 +31,7 @@ class Validation:
         metrics: model -> its metrics on the validation targets (of `users`).
         loss: () -> the trained model's validation loss, or None for a model without loss features.
         histories: the first `ATTENTION_USERS` validation histories (the attention figures' inputs).
-        users: the users validated and tested (`train.eval_users`), None for every user.
+        users: the users validated (`train.valid_users` of those tested), None for every user.
     """
 
     metrics: Callable
@@ -41,7 +41,7 @@ class Validation:
 
 
 def evaluated_users(config: ExperimentConfig, sequences) -> np.ndarray | None:
-    """The users a run validates and tests (`train.eval_users`), None for every user."""
+    """The users a run tests (`train.eval_users`), None for every user."""
     return evaluation_users(sequences.num_users, config.train.eval_users)
 
 
@@ -49,7 +49,7 @@ def make_validation(config: ExperimentConfig, task: Task, model, sequences, cand
     """The validation of a run of `config` training `model`, or None without a validation split."""
     if config.data.split != "valid":
         return None
-    users = evaluated_users(config, sequences)
+    users = validation_users(sequences.num_users, config.train.eval_users, config.train.valid_users)
     protocols = VALIDATION_PROTOCOLS if task.full_ranking_validation else VALIDATION_PROTOCOLS[:1]
     length = config.data.history_length()
 
