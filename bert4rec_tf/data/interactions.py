@@ -15,7 +15,7 @@ import tensorflow as tf
 from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.seeds import Stream, instance_seed
+from bert4rec_tf.data.seeds import Stream, batch_positions, instance_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,11 +54,13 @@ def training_interactions(train: list[np.ndarray]) -> Interactions:
 def interaction_training_dataset(interactions: Interactions, seed: int, sampler: NegativeSampler,
                                  num_negatives: int, batch_size: int | None = None,
                                  start: int = 0) -> tf.data.Dataset:
-    """The endless stream of training interactions, each with its user's negatives.
+    """The endless stream of training interactions, each with its user's negatives, made a whole
+    batch at a time.
 
     Instance n is interaction index_shuffle(n mod I) of epoch n // I (I interactions; the order
-    seeded by (seed, epoch)), its negatives drawn with the seed (seed, epoch, interaction). A pure
-    function of n: `start` resumes it exactly.
+    seeded by (seed, epoch)). The negatives of batch b (instances b * B to b * B + B - 1, B the batch
+    size, 1 unbatched) are drawn for all its rows at once (`sample_rows`) with the seed (seed, b).
+    A pure function of the batch number: `start`, a multiple of B, resumes it exactly.
 
     Args:
         interactions: the training interactions (`training_interactions`).
@@ -66,7 +68,7 @@ def interaction_training_dataset(interactions: Interactions, seed: int, sampler:
         sampler: draws the negatives from the items each user never had.
         num_negatives: k, negatives per instance.
         batch_size: full batches of this many instances when given.
-        start: the first instance number (instances already consumed).
+        start: the first instance number (instances already consumed), a multiple of `batch_size`.
 
     Returns:
         Instances of int32 `user_ids`, `positive_ids`, `previous_ids` (scalars) and `negative_ids` [k]
@@ -74,23 +76,27 @@ def interaction_training_dataset(interactions: Interactions, seed: int, sampler:
 
     Raises:
         DataError: when there is no training interaction.
+        ValueError: when `start` is not a multiple of `batch_size`.
     """
     count = len(interactions)
     if count == 0:
         raise DataError("the training sequences hold no interaction to train on")
+    block = batch_size or 1
+    if start % block:
+        raise ValueError(f"the interaction stream resumes at a batch's start: instance {start} is not a multiple "
+                         f"of the batch size {block}")
     users, items, previous = (tf.constant(values) for values in
                               (interactions.users, interactions.items, interactions.previous))
 
-    def make(number):
-        epoch, slot = number // count, number % count
-        index = tf.random.experimental.index_shuffle(slot, instance_seed(seed, Stream.INTERACTIONS, epoch), count - 1)
+    def make(batch):
+        index = batch_positions(batch, block, count, seed, Stream.INTERACTIONS)  # [B]
         user = tf.gather(users, index)
-        negatives = sampler.sample(user, num_negatives, instance_seed(seed, Stream.INTERACTIONS, epoch, index))
+        negatives = sampler.sample_rows(user, num_negatives, instance_seed(seed, Stream.INTERACTION_NEGATIVES, batch))
         return {"user_ids": user, "positive_ids": tf.gather(items, index), "previous_ids": tf.gather(previous, index),
                 "negative_ids": tf.cast(negatives, tf.int32)}
 
-    dataset = tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
+    dataset = tf.data.Dataset.range(start // block, np.iinfo(np.int64).max).map(
         make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if batch_size:
-        dataset = dataset.batch(batch_size, drop_remainder=True)
+    if not batch_size:
+        dataset = dataset.unbatch()
     return dataset.prefetch(tf.data.AUTOTUNE)

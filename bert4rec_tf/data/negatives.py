@@ -40,7 +40,13 @@ class NegativeSampler:
         local = np.arange(len(values)) - np.repeat(offsets[:-1], lengths)
         self.num_items = num_items
         self._offsets = tf.constant(offsets, tf.int64)
-        self._below = tf.constant(values - local - 1, tf.int64)
+        below = values - local - 1
+        self._below = tf.constant(below, tf.int64)
+        # Every user's `below` in one sorted array, user u's shifted by (u - 1) * (num_items + 1): a
+        # batch of users is searched at once (`sample_rows`).
+        self._keys = tf.constant(np.repeat(np.arange(len(rows), dtype=np.int64), lengths) * (num_items + 1) + below,
+                                 tf.int64)
+        self._free = tf.constant(num_items - lengths, tf.int64)
 
     def sample(self, user: tf.Tensor, count: int, seed: tf.Tensor) -> tf.Tensor:
         """int64 [count] items, uniform over those user `user` (1-based, scalar) never had.
@@ -56,6 +62,31 @@ class NegativeSampler:
         free = self.num_items - (end - begin)
         rank = tf.random.stateless_uniform([count], seed, minval=0, maxval=free, dtype=tf.int64)  # [count]
         return rank + 1 + tf.searchsorted(below, rank, side="right", out_type=tf.int64)
+
+    def sample_rows(self, users: tf.Tensor, count: int, seed: tf.Tensor) -> tf.Tensor:
+        """int64 [rows, count]: for each user of `users` (1-based, [rows]) `count` items, uniform over
+        those the user never had, in one draw for all rows (one seed [2] for the whole batch).
+
+        The r-th non-item of a row's user is found for every row in one binary search over every
+        user's items at once. Each rank is floor(u * free) of a float64 uniform u, uniform over the
+        user's `free` non-items to within free / 2**53.
+        """
+        users = tf.cast(users, tf.int64) - 1  # [rows]
+        uniform = tf.random.stateless_uniform([tf.size(users), count], seed, dtype=tf.float64)  # [rows, count]
+        free = tf.gather(self._free, users)[:, tf.newaxis]  # [rows, 1]
+        rank = tf.minimum(tf.cast(uniform * tf.cast(free, tf.float64), tf.int64), free - 1)  # [rows, count]
+        base = users[:, tf.newaxis] * (self.num_items + 1)  # [rows, 1]
+        found = tf.searchsorted(self._keys, tf.reshape(base + rank, [-1]), side="right", out_type=tf.int64)
+        below = tf.reshape(found, tf.shape(rank)) - tf.gather(self._offsets, users)[:, tf.newaxis]
+        return rank + 1 + below
+
+
+def _rows_one_by_one(sampler, users: tf.Tensor, count: int, seed: tf.Tensor) -> tf.Tensor:
+    """`sample_rows` by `sample` for each row, row i seeded (seed folded with i)."""
+    users = tf.cast(users, tf.int64)
+    rows = tf.range(tf.size(users, out_type=tf.int64))
+    return tf.map_fn(lambda row: sampler.sample(users[row], count, tf.random.experimental.stateless_fold_in(seed, row)),
+                     rows, fn_output_signature=tf.TensorSpec([count], tf.int64))
 
 
 def item_counts(train: list[np.ndarray], size: int) -> np.ndarray:
@@ -128,6 +159,10 @@ class PopularNegativeSampler:
         kept = tf.boolean_mask(draws, tf.gather(items, position) != draws)[:count]
         rest = self._uniform.sample(user, count, tf.random.experimental.stateless_fold_in(seed, 1))
         return tf.ensure_shape(tf.concat([kept, rest[:count - tf.size(kept, out_type=tf.int32)]], 0), [count])
+
+    def sample_rows(self, users: tf.Tensor, count: int, seed: tf.Tensor) -> tf.Tensor:
+        """int64 [rows, count]: `sample` for each user of `users`, row i with the seed folded with i."""
+        return _rows_one_by_one(self, users, count, seed)
 
 
 def negative_sampler(train_sequences: list[np.ndarray], num_items: int,

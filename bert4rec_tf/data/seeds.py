@@ -28,9 +28,11 @@ class Stream(enum.IntEnum):
     NEXT_ITEM = 2           # next-item instances: (epoch) window order, (epoch, window) negatives
     MATCH_NEGATIVES = 3     # the matching task's negatives, by instance number
     LENGTH_GROUPS = 4       # length-grouped batches: (chunk) the order of a chunk's batches
-    INTERACTIONS = 5        # (user, item) instances: (epoch) interaction order, (epoch, interaction) negatives
+    INTERACTIONS = 5        # (user, item) instances: (epoch) interaction order (and formerly their negatives)
     SEQUENCE_WINDOWS = 6    # short windows of L items and T targets (Caser): (epoch) order, (epoch, window) negatives
     SHARED_NEGATIVES = 7    # negatives shared by a whole batch: (batch number)
+    INTERACTION_NEGATIVES = 8  # the (user, item) instances' negatives, a whole batch at once: (batch number)
+    WINDOW_NEGATIVES = 9    # Caser's windows' negatives, a whole batch at once: (batch number)
 
 
 def instance_seed(base_seed: int, stream: Stream, *keys: tf.Tensor) -> tf.Tensor:
@@ -39,3 +41,21 @@ def instance_seed(base_seed: int, stream: Stream, *keys: tf.Tensor) -> tf.Tensor
     for key in keys:
         seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(key, tf.int64))
     return seed
+
+
+def batch_positions(batch: tf.Tensor, size: int, count: int, base_seed: int, stream: Stream) -> tf.Tensor:
+    """int64 [size]: the positions, among `count`, of the instances of batch `batch` of an epoch-shuffled
+    stream: instance n (of batch n // size) is position index_shuffle(n mod count) of epoch n // count,
+    the order seeded by (base_seed, stream, epoch). The same positions as instance by instance, for
+    the whole batch at once (a batch spans one or two epochs, more only when it is larger than one).
+    """
+    rows = tf.range(size, dtype=tf.int64)
+    numbers = tf.cast(batch, tf.int64) * size + rows
+    epochs, slots = numbers // count, numbers % count
+    first = epochs[0]
+
+    def order(offset):  # epoch first + offset's order, at every slot of the batch
+        return tf.random.experimental.index_shuffle(slots, instance_seed(base_seed, stream, first + offset), count - 1)
+
+    orders = tf.map_fn(order, tf.range(epochs[-1] - first + 1), fn_output_signature=tf.TensorSpec([size], tf.int64))
+    return tf.gather_nd(orders, tf.stack([epochs - first, rows], axis=1))

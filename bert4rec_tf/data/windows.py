@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.seeds import Stream, instance_seed
+from bert4rec_tf.data.seeds import Stream, batch_positions, instance_seed
 
 
 @dataclasses.dataclass
@@ -80,43 +80,51 @@ def sequence_windows(sequences: list[np.ndarray], length: int, targets: int) -> 
 
 def sequence_window_dataset(windows: SequenceWindows, seed: int, sampler: NegativeSampler, negatives: int,
                             batch_size: int | None = None, start: int = 0) -> tf.data.Dataset:
-    """Caser's endless training stream: windows in a fresh order each epoch, with sampled negatives.
+    """Caser's endless training stream: windows in a fresh order each epoch, with sampled negatives,
+    made a whole batch at a time.
 
-    Instance n is window index_shuffle(n mod W) of epoch n // W, its order seeded by (seed, epoch);
-    each of its targets gets `negatives` items the user never had, seeded by (seed, epoch, window).
-    A pure function of n: `start` resumes it exactly.
+    Instance n is window index_shuffle(n mod W) of epoch n // W, its order seeded by (seed, epoch).
+    Each target of batch b (instances b * B to b * B + B - 1, B the batch size, 1 unbatched) gets
+    `negatives` items its user never had, drawn for the whole batch at once with the seed (seed, b).
+    A pure function of the batch number: `start`, a multiple of B, resumes it exactly.
 
     Args:
         windows: the training windows (`sequence_windows`).
         seed: the data seed.
         sampler: draws the negatives.
         negatives: N, negatives per target.
-        batch_size: batch the instances (dropping a last partial batch) when given.
-        start: the first instance number (instances already consumed).
+        batch_size: full batches of this many instances when given.
+        start: the first instance number (instances already consumed), a multiple of `batch_size`.
 
     Returns:
         Instances of int32 `user_ids` [] (1-based), `input_ids` [L] (0: padding), `target_ids` [T]
-        (0: no target) and `negative_ids` [T, N] (0 where the target is 0).
+        (0: no target) and `negative_ids` [T, N] (0 where the target is 0), with a leading batch
+        dimension when batched.
+
+    Raises:
+        ValueError: when `start` is not a multiple of `batch_size`.
     """
     count, length, span = len(windows), windows.length, windows.length + windows.targets
+    block = batch_size or 1
+    if start % block:
+        raise ValueError(f"the window stream resumes at a batch's start: instance {start} is not a multiple of the "
+                         f"batch size {block}")
     items, starts, users = (tf.constant(values) for values in (windows.items, windows.starts, windows.users))
     offsets = tf.range(span, dtype=tf.int64)
 
-    def make(number):
-        epoch, slot = number // count, number % count
-        window = tf.random.experimental.index_shuffle(
-            slot, instance_seed(seed, Stream.SEQUENCE_WINDOWS, epoch), count - 1)
+    def make(batch):
+        window = batch_positions(batch, block, count, seed, Stream.SEQUENCE_WINDOWS)  # [B]
         user = tf.gather(users, window)
-        span_items = tf.gather(items, tf.gather(starts, window) + offsets)  # [L + T]
-        targets = span_items[length:]  # [T]
-        drawn = sampler.sample(user, windows.targets * negatives, instance_seed(seed, Stream.SEQUENCE_WINDOWS, epoch,
-                                                                                 window))
-        drawn = tf.reshape(tf.cast(drawn, tf.int32), [windows.targets, negatives])  # [T, N]
-        return {"user_ids": user, "input_ids": span_items[:length], "target_ids": targets,
-                "negative_ids": tf.where(targets[:, None] != 0, drawn, 0)}
+        span_items = tf.gather(items, tf.gather(starts, window)[:, tf.newaxis] + offsets)  # [B, L + T]
+        targets = span_items[:, length:]  # [B, T]
+        drawn = sampler.sample_rows(user, windows.targets * negatives,
+                                    instance_seed(seed, Stream.WINDOW_NEGATIVES, batch))
+        drawn = tf.reshape(tf.cast(drawn, tf.int32), [block, windows.targets, negatives])  # [B, T, N]
+        return {"user_ids": user, "input_ids": span_items[:, :length], "target_ids": targets,
+                "negative_ids": tf.where(targets[..., tf.newaxis] != 0, drawn, 0)}
 
-    dataset = tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
+    dataset = tf.data.Dataset.range(start // block, np.iinfo(np.int64).max).map(
         make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if batch_size:
-        dataset = dataset.batch(batch_size, drop_remainder=True)
+    if not batch_size:
+        dataset = dataset.unbatch()
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 from bert4rec_tf.constants import PAD_ID
@@ -112,10 +113,7 @@ class Caser(SequentialRecommender):
         embedded = ops.cast(ops.take(self.item_embeddings, ids, axis=0), "float32")  # [batch, L, d]
         if not self.model_config.learned_padding:
             embedded = embedded * ops.cast(ids != PAD_ID, "float32")[:, :, None]
-        pooled = []
-        for kernel, bias in zip(self.horizontal_kernels, self.horizontal_biases):
-            feature_map = ops.relu(ops.conv(embedded, kernel, padding="valid") + bias)  # [batch, L - h + 1, n_h]
-            pooled.append(ops.max(feature_map, axis=1))  # [batch, n_h]
+        pooled = [self._horizontal(embedded)] if self.horizontal_kernels else []
         if self.model_config.vertical_filters:
             vertical = ops.einsum("bld,lv->bvd", embedded, self.vertical_kernel) + self.vertical_bias[:, None]
             pooled.insert(0, ops.reshape(vertical, (-1, self.model_config.vertical_filters
@@ -123,6 +121,26 @@ class Caser(SequentialRecommender):
         convolved = self.dropout(ops.concatenate(pooled, axis=1), training=training)  # [batch, n_v d + n_h L]
         hidden = ops.relu(ops.matmul(convolved, self.hidden_kernel) + self.hidden_bias)  # [batch, d]
         return ops.concatenate([hidden, self._user_vectors(users, ops.shape(ids)[0])], axis=1)  # [batch, 2d]
+
+    def _horizontal(self, embedded):
+        """o_h of every height h = 1..L, float32 [batch, n_h L] (height 1's n_h first), in one convolution.
+
+        Every height's kernel is padded with zero rows to height L and the L kernels side by side make
+        one [L, d, n_h L] kernel, run over E padded with L - 1 zero rows at the end: position i of
+        height h's filters is then sum(E[i:i+h] * F_h), its own convolution, wherever i + h <= L, and
+        the other positions (a window past E's end) are set to 0 after the ReLU, below or at every
+        valid position's value, so the max over positions is height h's own.
+        """
+        length, filters = self.model_config.max_len, self.model_config.conv_filters
+        kernel = ops.concatenate([ops.pad(ops.cast(kernel, "float32"), [[0, length - height], [0, 0], [0, 0]])
+                                  for height, kernel in enumerate(self.horizontal_kernels, start=1)], axis=2)
+        bias = ops.concatenate([ops.cast(bias, "float32") for bias in self.horizontal_biases], axis=0)
+        padded = ops.pad(embedded, [[0, 0], [0, length - 1], [0, 0]])  # [batch, 2L - 1, d]
+        maps = ops.relu(ops.conv(padded, kernel, padding="valid") + bias)  # [batch, L, n_h L]
+        positions = np.arange(length)[:, None]  # window start i
+        heights = np.repeat(np.arange(1, length + 1), filters)[None, :]  # each column's height h
+        valid = ops.convert_to_tensor((positions + heights <= length).astype(np.float32))  # [L, n_h L]
+        return ops.max(maps * valid, axis=1)  # [batch, n_h L]
 
     def call(self, features: dict, training=None):
         """[z, P_u] [batch, 2d] of the training windows; the loss scores their targets and negatives."""

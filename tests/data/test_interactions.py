@@ -60,8 +60,10 @@ def test_the_order_and_the_negatives_follow_their_documented_seeds():
             tf.constant(slot, tf.int64), instance_seed(SEED, Stream.INTERACTIONS, epoch), COUNT - 1))
         assert triple(instances[number]) == (interactions.users[index], interactions.items[index],
                                              interactions.previous[index])
-        negatives = sampler.sample(interactions.users[index], 3, instance_seed(SEED, Stream.INTERACTIONS, epoch, index))
-        np.testing.assert_array_equal(instances[number]["negative_ids"], negatives.numpy())
+        # Unbatched, every instance is its own batch: its negatives are drawn with the seed (seed, n).
+        negatives = sampler.sample_rows(tf.constant([interactions.users[index]]), 3,
+                                        instance_seed(SEED, Stream.INTERACTION_NEGATIVES, number))
+        np.testing.assert_array_equal(instances[number]["negative_ids"], negatives.numpy()[0])
 
 
 def test_negatives_are_items_the_user_never_had():
@@ -82,14 +84,51 @@ def test_the_stream_is_deterministic_and_resumes_at_any_instance():
             np.testing.assert_array_equal(mine[name], theirs[name])
 
 
-def test_batches_are_the_instances_in_order_and_int32():
-    instances = take(stream(start=5), 8)
-    batches = take(stream(start=5, batch_size=4), 2)
-    for number, batch in enumerate(batches):
+def test_batches_are_the_instances_in_order_with_one_draw_of_negatives_each():
+    sampler = NegativeSampler(TRAIN, NUM_ITEMS)
+    instances = take(stream(start=4), 8)
+    batches = take(stream(start=4, batch_size=4), 2)  # batches 1 and 2, across the first epoch's end
+    for number, batch in enumerate(batches, start=1):
         assert batch["user_ids"].shape == (4,) and batch["negative_ids"].shape == (4, 3)
         for name, value in batch.items():
             assert value.dtype == np.int32, name
-            np.testing.assert_array_equal(value, np.stack([i[name] for i in instances[4 * number:4 * number + 4]]))
+            if name != "negative_ids":
+                rows = instances[4 * (number - 1):4 * number]
+                np.testing.assert_array_equal(value, np.stack([row[name] for row in rows]))
+        drawn = sampler.sample_rows(tf.constant(batch["user_ids"]), 3, instance_seed(SEED, Stream.INTERACTION_NEGATIVES,
+                                                                                     number))
+        np.testing.assert_array_equal(batch["negative_ids"], drawn.numpy())
+
+
+def test_batched_streams_resume_at_a_batch_boundary_only():
+    whole = take(stream(batch_size=4), 5)
+    resumed = take(stream(start=8, batch_size=4), 3)
+    for mine, theirs in zip(resumed, whole[2:], strict=True):
+        for name in mine:
+            np.testing.assert_array_equal(mine[name], theirs[name])
+    with pytest.raises(ValueError, match="instance 6 is not a multiple of the batch size 4"):
+        stream(start=6, batch_size=4)
+
+
+def test_a_batch_larger_than_an_epoch_keeps_each_epochs_order():
+    instances = take(stream(), 3 * COUNT)
+    [batch] = take(stream(batch_size=3 * COUNT), 1)  # three epochs in one batch
+    for name in ("user_ids", "positive_ids", "previous_ids"):
+        np.testing.assert_array_equal(batch[name], np.stack([instance[name] for instance in instances]))
+
+
+def test_rows_of_negatives_are_uniform_over_each_users_non_items():
+    sampler = NegativeSampler(TRAIN, NUM_ITEMS)
+    users = tf.constant([1, 2, 3, 4] * 500)
+    drawn = sampler.sample_rows(users, 6, tf.constant([5, 9], tf.int64)).numpy()
+    assert drawn.shape == (2000, 6) and drawn.dtype == np.int64
+    for user in (1, 2, 3, 4):
+        values = drawn[np.asarray(users) == user].ravel()
+        free = sorted(set(range(1, NUM_ITEMS + 1)) - set(TRAIN[user - 1].tolist()))
+        assert set(values) == set(free)  # every non-item, and only those, in 3,000 draws
+        shares = np.array([np.mean(values == item) for item in free])
+        np.testing.assert_allclose(shares, 1 / len(free), atol=0.03)
+    np.testing.assert_array_equal(drawn, sampler.sample_rows(users, 6, tf.constant([5, 9], tf.int64)).numpy())
 
 
 def test_no_interaction_is_an_error():

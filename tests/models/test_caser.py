@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras import ops
 
 from bert4rec_tf import cli
 from tests.conftest import family_config
@@ -171,6 +172,37 @@ def test_one_fit_step_trains_every_weight():
     assert not unchanged, unchanged
 
 
+def test_the_one_convolution_has_the_gradients_of_one_per_height():
+    """Every height's filters in one convolution: the loss's gradients equal those of one convolution
+    per height (the layout before), to float32 round-off."""
+    def per_height(model, embedded):
+        pooled = []
+        for kernel, bias in zip(model.horizontal_kernels, model.horizontal_biases):
+            maps = ops.relu(ops.conv(embedded, kernel, padding="valid") + bias)  # [batch, L - h + 1, n_h]
+            pooled.append(ops.max(maps, axis=1))
+        return ops.concatenate(pooled, axis=1)
+
+    model = built(l2=1e-3)
+    features = {name: tf.constant(value) for name, value in training_features().items()}
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = model.training_loss(features)
+        return loss, tape.gradient(loss, model.trainable_weights)
+
+    loss, fused = gradients()
+    original = Caser._horizontal
+    try:
+        Caser._horizontal = lambda self, embedded: per_height(self, embedded)
+        reference_loss, reference = gradients()
+    finally:
+        Caser._horizontal = original
+    assert float(loss) == pytest.approx(float(reference_loss), rel=1e-6)
+    for weight, mine, theirs in zip(model.trainable_weights, fused, reference, strict=True):
+        np.testing.assert_allclose(tf.convert_to_tensor(mine), tf.convert_to_tensor(theirs), rtol=1e-5, atol=1e-6,
+                                   err_msg=weight.path)
+
+
 def test_keras_round_trip_gives_the_same_scores(tmp_path):
     model = built(hidden_dropout=0.5)
     path = tmp_path / "caser.keras"
@@ -227,9 +259,9 @@ def test_each_epoch_is_every_window_once_with_negatives_the_user_never_had():
         assert not set(real.tolist()) & set(TRAIN[int(x["user_ids"]) - 1].tolist())
 
 
-def test_the_stream_is_a_pure_function_of_the_instance_number():
+def test_the_stream_is_a_pure_function_of_the_batch_number():
     first, again = stream_instances(count=14), stream_instances(count=14)
-    resumed = stream_instances(start=5, count=9)
+    resumed = stream_instances(start=5, count=9)  # unbatched, every instance is a batch
     for mine, theirs in zip(first, again, strict=True):
         for name in mine:
             np.testing.assert_array_equal(mine[name], theirs[name])
@@ -238,8 +270,16 @@ def test_the_stream_is_a_pure_function_of_the_instance_number():
             np.testing.assert_array_equal(mine[name], theirs[name])
     other_seed = stream_instances(count=14, seed=8)
     assert any(not np.array_equal(a["negative_ids"], b["negative_ids"]) for a, b in zip(first, other_seed))
-    batches = stream_instances(start=4, count=2, batch_size=4)  # batches of 4 from instance 4: instances 4-11
-    np.testing.assert_array_equal(batches[1]["negative_ids"], np.stack([x["negative_ids"] for x in first[8:12]]))
+    # Batches of 4 from instance 4 are instances 4-11 in order (their negatives drawn a batch at a
+    # time), and resume at a batch's start.
+    batches = stream_instances(start=4, count=2, batch_size=4)
+    for name in ("user_ids", "input_ids", "target_ids"):
+        np.testing.assert_array_equal(batches[1][name], np.stack([x[name] for x in first[8:12]]))
+    later = stream_instances(start=8, count=1, batch_size=4)
+    for name in later[0]:
+        np.testing.assert_array_equal(later[0][name], batches[1][name])
+    with pytest.raises(ValueError, match="instance 5 is not a multiple of the batch size 4"):
+        stream_instances(start=5, count=1, batch_size=4)
 
 
 def test_preset_and_cpu_recipes_keep_caser_at_l_5():
