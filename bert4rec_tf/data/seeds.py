@@ -47,15 +47,18 @@ def batch_positions(batch: tf.Tensor, size: int, count: int, base_seed: int, str
     """int64 [size]: the positions, among `count`, of the instances of batch `batch` of an epoch-shuffled
     stream: instance n (of batch n // size) is position index_shuffle(n mod count) of epoch n // count,
     the order seeded by (base_seed, stream, epoch). The same positions as instance by instance, for
-    the whole batch at once (a batch spans one or two epochs, more only when it is larger than one).
+    the whole batch at once.
     """
     rows = tf.range(size, dtype=tf.int64)
     numbers = tf.cast(batch, tf.int64) * size + rows
     epochs, slots = numbers // count, numbers % count
     first = epochs[0]
 
-    def order(offset):  # epoch first + offset's order, at every slot of the batch
-        return tf.random.experimental.index_shuffle(slots, instance_seed(base_seed, stream, first + offset), count - 1)
+    def order(epoch):  # the epoch's order, at every slot of the batch
+        return tf.random.experimental.index_shuffle(slots, instance_seed(base_seed, stream, epoch), count - 1)
 
-    orders = tf.map_fn(order, tf.range(epochs[-1] - first + 1), fn_output_signature=tf.TensorSpec([size], tf.int64))
+    if size <= count:  # the batch spans one or two epochs: both orders, each row taking its own
+        return tf.where(epochs == first, order(first), order(first + 1))
+    orders = tf.map_fn(lambda offset: order(first + offset), tf.range(epochs[-1] - first + 1),
+                       fn_output_signature=tf.TensorSpec([size], tf.int64))
     return tf.gather_nd(orders, tf.stack([epochs - first, rows], axis=1))
