@@ -31,7 +31,7 @@ from bert4rec_tf.config import ExperimentConfig, config_differences
 from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
-from bert4rec_tf.evaluation.evaluator import evaluate
+from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import atomic_path, quiet_after_failed_write, write_error, write_json_atomic
 from bert4rec_tf.tasks import get_task, reference_model

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert4rec_tf.config import ExperimentConfig, MaskedData, MatchingData
+from bert4rec_tf.config import DataConfig, ExperimentConfig, MaskedData, MatchingData
 from bert4rec_tf.data import instances, masking
 from bert4rec_tf.data.instances import make_windows, window_starts, write_static_instances
 from bert4rec_tf.data.pipeline import static_training_dataset

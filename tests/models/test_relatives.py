@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 
+from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import vocab_size
 from bert4rec_tf.models import POP, SASRec
 from bert4rec_tf.tasks import TASKS, get_task
