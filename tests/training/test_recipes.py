@@ -23,6 +23,7 @@ def test_ml1m_recipes_resolve_to_the_documented_settings(name, budget):
     assert (config.data.max_len, config.model.max_len, config.data.max_predictions_per_seq) == (100, 100, 20)
     assert config.model.hidden_dropout == 0.1
     assert config.train.warmup_steps == preset("ml-1m").train.warmup_steps == 100  # 500 lost on ML-1m's trials
+    assert config.train.valid_users == 0  # ML-1m's 6,040 users validate in full
     # The rest stays the paper's.
     paper = preset("ml-1m")
     assert (config.data.masked_lm_prob, config.model.hidden_size, config.model.attention_dropout) == (
@@ -36,6 +37,7 @@ def test_short_sequence_recipes_resolve_to_the_documented_settings(dataset, name
     assert (config.data.max_len, config.train.batch_size, config.train.learning_rate) == (50, 128, 3e-3)
     assert (config.model.hidden_dropout, config.train.warmup_steps) == (0.2, 500)
     assert config.train.dynamic_masking and not config.data.static_instances and config.train.time_budget == budget
+    assert config.train.valid_users == 10_000 and config.train.eval_users == 0  # validation sampled, test in full
     # The rest stays the paper's (Beauty's preset).
     paper = preset(dataset)
     assert (config.data.masked_lm_prob, config.model.attention_dropout, config.model.hidden_size) == (
@@ -146,3 +148,12 @@ def test_train_without_a_recipe_says_which_it_uses_and_records_it(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.splitlines()[0].startswith(
         f"recipe cpu-30m (recorded in {os.path.join(model_dir, 'config.json')}: the run goes on as it started)")
+
+
+@pytest.mark.parametrize("model, flag", [("pop", "learning_rate=0.5"), ("bpr_mf", "max_len=30"),
+                                         ("pop", "batch_size=64"), ("ncf", "prop_sliding_window=0.3")])
+def test_a_family_refuses_a_shared_setting_it_has_no_use_for(model, flag):
+    """POP trains nothing, so it takes no optimiser setting; BPR-MF and NCF read no history, so they
+    take no window setting: the value would be recorded and change nothing."""
+    with pytest.raises(ValueError, match=f"{model} has no setting '{flag.split('=')[0]}'"):
+        cli.experiment_config("ml-1m", [flag], model=model)
