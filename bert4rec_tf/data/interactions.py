@@ -15,7 +15,7 @@ import tensorflow as tf
 from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.seeds import Stream, batch_positions, instance_seed
+from bert4rec_tf.data.seeds import Stream, batch_positions, batch_stream, instance_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,9 +82,6 @@ def interaction_training_dataset(interactions: Interactions, seed: int, sampler:
     if count == 0:
         raise DataError("the training sequences hold no interaction to train on")
     block = batch_size or 1
-    if start % block:
-        raise ValueError(f"the interaction stream resumes at a batch's start: instance {start} is not a multiple "
-                         f"of the batch size {block}")
     users, items, previous = (tf.constant(values) for values in
                               (interactions.users, interactions.items, interactions.previous))
 
@@ -95,8 +92,4 @@ def interaction_training_dataset(interactions: Interactions, seed: int, sampler:
         return {"user_ids": user, "positive_ids": tf.gather(items, index), "previous_ids": tf.gather(previous, index),
                 "negative_ids": tf.cast(negatives, tf.int32)}
 
-    dataset = tf.data.Dataset.range(start // block, np.iinfo(np.int64).max).map(
-        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if not batch_size:
-        dataset = dataset.unbatch()
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return batch_stream(make, batch_size, start, "interaction")

@@ -16,7 +16,9 @@ change what existing runs drew.
 from __future__ import annotations
 
 import enum
+from typing import Callable
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -62,3 +64,22 @@ def batch_positions(batch: tf.Tensor, size: int, count: int, base_seed: int, str
     orders = tf.map_fn(lambda offset: order(first + offset), tf.range(epochs[-1] - first + 1),
                        fn_output_signature=tf.TensorSpec([size], tf.int64))
     return tf.gather_nd(orders, tf.stack([epochs - first, rows], axis=1))
+
+
+def batch_stream(make: Callable[[tf.Tensor], dict], batch_size: int | None, start: int, name: str) -> tf.data.Dataset:
+    """The endless stream of the batches `make(b)` makes, from the batch that instance `start` begins
+    (b = start / B, B the batch size; 1 unbatched, when the instances come one by one): a pure
+    function of the batch number, so it resumes exactly at a batch's start.
+
+    Raises:
+        ValueError: naming the `name` stream, when `start` is not a multiple of `batch_size`.
+    """
+    block = batch_size or 1
+    if start % block:
+        raise ValueError(f"the {name} stream resumes at a batch's start: instance {start} is not a multiple of the "
+                         f"batch size {block}")
+    dataset = tf.data.Dataset.range(start // block, np.iinfo(np.int64).max).map(
+        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if not batch_size:
+        dataset = dataset.unbatch()
+    return dataset.prefetch(tf.data.AUTOTUNE)

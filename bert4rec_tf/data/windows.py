@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert4rec_tf.data.negatives import NegativeSampler
-from bert4rec_tf.data.seeds import Stream, batch_positions, instance_seed
+from bert4rec_tf.data.seeds import Stream, batch_positions, batch_stream, instance_seed
 
 
 @dataclasses.dataclass
@@ -106,9 +106,6 @@ def sequence_window_dataset(windows: SequenceWindows, seed: int, sampler: Negati
     """
     count, length, span = len(windows), windows.length, windows.length + windows.targets
     block = batch_size or 1
-    if start % block:
-        raise ValueError(f"the window stream resumes at a batch's start: instance {start} is not a multiple of the "
-                         f"batch size {block}")
     items, starts, users = (tf.constant(values) for values in (windows.items, windows.starts, windows.users))
     offsets = tf.range(span, dtype=tf.int64)
 
@@ -123,8 +120,4 @@ def sequence_window_dataset(windows: SequenceWindows, seed: int, sampler: Negati
         return {"user_ids": user, "input_ids": span_items[:, :length], "target_ids": targets,
                 "negative_ids": tf.where(targets[..., tf.newaxis] != 0, drawn, 0)}
 
-    dataset = tf.data.Dataset.range(start // block, np.iinfo(np.int64).max).map(
-        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if not batch_size:
-        dataset = dataset.unbatch()
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return batch_stream(make, batch_size, start, "window")

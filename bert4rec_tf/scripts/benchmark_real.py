@@ -85,13 +85,12 @@ def _validation_seconds(model, validation) -> float:
     return seconds
 
 
-def _batch_size(batch) -> int:
-    first = batch[0] if isinstance(batch, tuple) else batch
-    return int(next(iter(first.values())).shape[0])
-
-
 def _features(batch) -> dict:
     return batch[0] if isinstance(batch, tuple) else batch
+
+
+def _batch_size(batch) -> int:
+    return int(next(iter(_features(batch).values())).shape[0])
 
 
 def time_real(args: argparse.Namespace, dataset: str, limit: float, groups: int | None) -> str:

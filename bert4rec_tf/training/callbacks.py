@@ -158,18 +158,16 @@ class CheckpointAndValidate(keras.callbacks.Callback):
             point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
             if self.validation_loss is not None:
                 point["validation_loss"] = self.validation_loss()
+            score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
+            key = f"{SELECTION_METRIC[0]}/{SELECTION_METRIC[1]}_2se"
+            spread = {"valid_users": self.sample, key: two_standard_errors(score, self.sample)} if self.sample else {}
             with self.writer.as_default(step=step), tf.summary.record_if(True):
                 if "validation_loss" in point:
                     tf.summary.scalar("loss", point["validation_loss"])
                 for protocol, values in results.items():
                     for name, value in values.items():
                         tf.summary.scalar(f"{protocol}/{name}", value)
-            score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
-            spread = {}
-            if self.sample:
-                key = f"{SELECTION_METRIC[0]}/{SELECTION_METRIC[1]}_2se"
-                spread = {"valid_users": self.sample, key: two_standard_errors(score, self.sample)}
-                with self.writer.as_default(step=step), tf.summary.record_if(True):
+                if spread:
                     tf.summary.scalar(key, spread[key])
             if self.clock is not None:
                 point["seconds"] = round(self.clock(), 1)  # training and validation time so far
