@@ -16,7 +16,7 @@ from bert4rec_tf.data.candidates import sample_negatives
 from bert4rec_tf.data.instances import Windows, window_masker
 from bert4rec_tf.data.negatives import NegativeSampler
 from bert4rec_tf.data.preprocess import UserSequences
-from bert4rec_tf.data.seeds import Stream, instance_seed
+from bert4rec_tf.data.seeds import Stream, batch_positions, batch_stream, instance_seed
 from bert4rec_tf.data.split import history_and_target
 
 
@@ -218,39 +218,47 @@ def sampled_candidates(sequences: UserSequences, config: DataConfig) -> dict[str
 
 def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: NegativeSampler | None,
                                batch_size: int | None = None, start: int = 0) -> tf.data.Dataset:
-    """SASRec's training instances: every position predicts the next item, against a negative.
+    """SASRec's training instances: every position predicts the next item, against a negative; made
+    a whole batch at a time.
 
     Instance n of the endless stream is window index_shuffle(n mod W) of epoch n // W (as in
     `dynamic_training_dataset`). Its items are padded on the left; position j reads items up to j
-    and its target is item j + 1. Each target gets one negative drawn from the items the user
-    never had, seeded from (data seed, epoch, window). A pure function of n: `start` resumes it.
+    and its target is item j + 1. Each target of batch b (instances b * B to b * B + B - 1, B the
+    batch size, 1 unbatched) gets one negative drawn from the items its user never had, for the
+    whole batch at once with the seed (data seed, b). A pure function of the batch number: `start`,
+    a multiple of B, resumes it exactly.
 
     Args:
         windows: the training windows, made with max_len + 1 items (max_len inputs and the last target).
         config: the data configuration (seed).
         sampler: draws the negatives; None: no `negative_ids` (GRU4Rec's negatives are the batch's).
         batch_size: batch the instances when given.
-        start: the first instance number (instances already consumed).
+        start: the first instance number (instances already consumed), a multiple of `batch_size`.
 
     Returns:
-        Instances of int32 `input_ids`, `positive_ids` and `negative_ids` [max_len], 0 at padding.
+        Instances of int32 `input_ids`, `positive_ids` and `negative_ids` [max_len], 0 at padding,
+        with a leading batch dimension when batched.
+
+    Raises:
+        ValueError: when `start` is not a multiple of `batch_size`.
     """
     count, width = len(windows), windows.tokens.shape[1]
+    block = batch_size or 1
     tokens, lengths, users = (tf.constant(values) for values in (windows.tokens, windows.lengths, windows.users))
+    columns = tf.range(width, dtype=tf.int32)
 
-    def make(number):
-        epoch, slot = number // count, number % count
-        window = tf.random.experimental.index_shuffle(
-            slot, instance_seed(config.seed, Stream.NEXT_ITEM, epoch), count - 1)
-        seed = instance_seed(config.seed, Stream.NEXT_ITEM, epoch, window)
-        aligned = tf.roll(tf.gather(tokens, window), width - tf.gather(lengths, window), axis=0)  # padding first
-        inputs, positives = aligned[:-1], aligned[1:]  # [width - 1] each
+    def make(batch):
+        window = batch_positions(batch, block, count, config.seed, Stream.NEXT_ITEM)  # [B]
+        # Each row rotated right by its padding (width - length), so that its items end the row.
+        rotated = (columns[tf.newaxis, :] + tf.gather(lengths, window)[:, tf.newaxis]) % width  # [B, width]
+        aligned = tf.gather(tf.gather(tokens, window), rotated, batch_dims=1)
+        inputs, positives = aligned[:, :-1], aligned[:, 1:]  # [B, width - 1] each
         positives = tf.where(inputs != PAD_ID, positives, PAD_ID)
         if sampler is None:
             return {"input_ids": inputs, "positive_ids": positives}
-        negatives = tf.cast(sampler.sample(tf.gather(users, window), width - 1, seed), tf.int32)
+        negatives = sampler.sample_rows(tf.gather(users, window), width - 1,
+                                        instance_seed(config.seed, Stream.NEXT_ITEM_NEGATIVES, batch))
         return {"input_ids": inputs, "positive_ids": positives,
-                "negative_ids": tf.where(positives != PAD_ID, negatives, PAD_ID)}
+                "negative_ids": tf.where(positives != PAD_ID, tf.cast(negatives, tf.int32), PAD_ID)}
 
-    return _batched(tf.data.Dataset.range(start, np.iinfo(np.int64).max).map(
-        make, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True), batch_size)
+    return batch_stream(make, batch_size, start, "next-item")

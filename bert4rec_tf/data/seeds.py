@@ -27,7 +27,7 @@ class Stream(enum.IntEnum):
 
     STATIC_INSTANCES = 0    # the masked TFRecords: (window, copy) masks and the files' order
     DYNAMIC_MASKING = 1     # fresh masks: (epoch) window order, (epoch, window) masks
-    NEXT_ITEM = 2           # next-item instances: (epoch) window order, (epoch, window) negatives
+    NEXT_ITEM = 2           # next-item instances: (epoch) window order (and formerly their negatives)
     MATCH_NEGATIVES = 3     # the matching task's negatives, by instance number
     LENGTH_GROUPS = 4       # length-grouped batches: (chunk) the order of a chunk's batches
     INTERACTIONS = 5        # (user, item) instances: (epoch) interaction order (and formerly their negatives)
@@ -35,6 +35,7 @@ class Stream(enum.IntEnum):
     SHARED_NEGATIVES = 7    # negatives shared by a whole batch: (batch number)
     INTERACTION_NEGATIVES = 8  # the (user, item) instances' negatives, a whole batch at once: (batch number)
     WINDOW_NEGATIVES = 9    # Caser's windows' negatives, a whole batch at once: (batch number)
+    NEXT_ITEM_NEGATIVES = 10  # the next-item instances' negatives, a whole batch at once: (batch number)
 
 
 def instance_seed(base_seed: int, stream: Stream, *keys: tf.Tensor) -> tf.Tensor:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -11,11 +13,13 @@ from tqdm.auto import tqdm
 from bert4rec_tf.constants import EVAL_SEED, MAX_BATCH_SCORES, PAD_ID, VALID_SEED, vocab_size
 from bert4rec_tf.data.pipeline import evaluation_histories, padded_width
 from bert4rec_tf.data.preprocess import UserSequences
-from bert4rec_tf.data.split import history_and_target
 from bert4rec_tf.evaluation.metrics import (FULL_METRICS, SAMPLED_METRICS, full_ranking_rank, metrics_from_ranks,
                                                target_rank)
 
 PROTOCOLS = ("pop", "uniform", "full")
+_TARGET_FROM_END = {"valid": 2, "test": 1}  # where each stage's target is, from the sequence's end
+# model -> (its catalogue, its traced scoring functions) (`_scorers`)
+_SCORERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def evaluation_users(num_users: int, count: int) -> np.ndarray | None:
@@ -81,32 +85,11 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     if unknown:
         raise ValueError(f"unknown protocol(s) {sorted(unknown)}; known: {', '.join(PROTOCOLS)}")
     histories, targets = evaluation_histories(sequences, stage, max_len)
-    reads_users = model.reads_users
 
     # Without full ranking, a model that scores chosen items cheaply (`scores_chosen_items`) scores
     # only each user's target and candidates: for a model whose every (user, item) score is costly (NCF).
     sampled_only = "full" not in protocols and model.scores_chosen_items
-
-    def options(users):  # (two lambdas on one line would stop AutoGraph from reading either)
-        return {"users": users} if reads_users else {}
-
-    def score_all(history, users, items, excluded):
-        # Each user's target and candidates (`items`), and under full ranking the target's rank among
-        # the items outside `excluded`: only these leave the graph, not the [batch, vocab] scores.
-        scores = model.score_next(history, training=False, **options(users))
-        chosen = ops.take_along_axis(scores, items, axis=1)  # [b, 1 + sum C]
-        if excluded is None:
-            return chosen, None
-        return chosen, full_ranking_rank(scores, chosen[:, 0], excluded, sequences.num_items)
-
-    def score_chosen(history, users, items):
-        return model.score_items(history, items, training=False, **options(users))
-
-    if isinstance(model, keras.Model):
-        # One traced graph for every batch (the last, smaller batch reuses it): eager execution
-        # would dispatch every operation from Python.
-        score_all = tf.function(score_all, reduce_retracing=True)
-        score_chosen = tf.function(score_chosen, reduce_retracing=True)
+    score_all, score_chosen = _scorers(model, sequences.num_items)
     if not sampled_only:
         batch_size = max(1, min(batch_size, max_batch_scores // vocab_size(sequences.num_items)))
     evaluated = np.arange(sequences.num_users) if users is None else np.asarray(users, dtype=np.int64)
@@ -146,14 +129,68 @@ def _candidates(candidates: dict[str, np.ndarray] | None, protocol: str, stage: 
 
 
 def _excluded_items(sequences: UserSequences, stage: str, users: np.ndarray) -> np.ndarray:
-    """[len(users), W] int64: each user's distinct history items and its target, right-padded with
-    PAD_ID to the most any of them has: the items that do not compete with the target under full
-    ranking (`full_ranking_rank`)."""
-    rows = [np.unique(np.append(*history_and_target(sequences, user, stage))) for user in users]
-    excluded = np.full((len(rows), max(len(row) for row in rows)), PAD_ID, dtype=np.int64)
-    for index, row in enumerate(rows):
-        excluded[index, :len(row)] = row
+    """[len(users), W] int64: each user's distinct history items and its target, with PAD_ID (0) in
+    place of every repeat and of the items a shorter row lacks (each row sorted before its repeats
+    are blanked): the items that do not compete with the target under full ranking
+    (`full_ranking_rank`, which skips PAD_ID)."""
+    if stage not in _TARGET_FROM_END:
+        raise ValueError(f"unknown evaluation stage {stage!r}; known: valid, test")
+    # History and target together: the sequence without its last item for "valid", whole for "test".
+    starts = sequences.offsets[users]
+    lengths = sequences.offsets[users + 1] - starts - (_TARGET_FROM_END[stage] - 1)
+    positions = np.arange(max(1, int(lengths.max())))
+    real = positions[None, :] < lengths[:, None]
+    index = np.where(real, starts[:, None] + positions[None, :], 0)
+    excluded = np.where(real, sequences.items[index], PAD_ID).astype(np.int64)
+    excluded.sort(axis=1)
+    repeats = np.zeros_like(real)
+    repeats[:, 1:] = excluded[:, 1:] == excluded[:, :-1]
+    excluded[repeats] = PAD_ID
     return excluded
+
+
+def _scorers(model, num_items: int):
+    """`model`'s two scoring functions for a batch of users, traced once per model and catalogue and
+    kept with the model, so that a run's every validation reuses the graphs of its first:
+
+    - score_all(history, users, items, excluded): each user's scores of `items` (target and
+      candidates) and, unless `excluded` is None, the target's full-ranking rank among the items
+      outside `excluded`; only these leave the graph, not the [batch, vocab] scores;
+    - score_chosen(history, users, items): the scores of `items` alone (`score_items`).
+
+    `users` are model user ids, passed on only to a model that `reads_users`.
+    """
+    key = (num_items,)
+    kept = _SCORERS.get(model)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    reads_users = model.reads_users
+    # The functions reach the model through a weak reference: kept with it, they must not keep it alive.
+    reference = weakref.ref(model) if isinstance(model, keras.Model) else (lambda: model)
+
+    def options(users):  # (two lambdas on one line would stop AutoGraph from reading either)
+        return {"users": users} if reads_users else {}
+
+    def score_all(history, users, items, excluded):
+        scores = reference().score_next(history, training=False, **options(users))
+        chosen = ops.take_along_axis(scores, items, axis=1)  # [b, 1 + sum C]
+        if excluded is None:
+            return chosen, None
+        return chosen, full_ranking_rank(scores, chosen[:, 0], excluded, num_items)
+
+    def score_chosen(history, users, items):
+        return reference().score_items(history, items, training=False, **options(users))
+
+    if isinstance(model, keras.Model):
+        # One traced graph for every batch (the last, smaller batch reuses it): eager execution
+        # would dispatch every operation from Python.
+        score_all = tf.function(score_all, reduce_retracing=True)
+        score_chosen = tf.function(score_chosen, reduce_retracing=True)
+        try:
+            _SCORERS[model] = (key, (score_all, score_chosen))
+        except TypeError:  # a model that cannot be weakly referenced is traced at every call
+            pass
+    return score_all, score_chosen
 
 
 def format_table(results: dict[str, dict[str, float]]) -> str:

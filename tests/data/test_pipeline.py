@@ -246,3 +246,36 @@ def test_the_splits_keep_the_test_item_out_of_training_and_original_trains_on_th
     for stage, history, target in (("valid", [1, 2, 3], 4), ("test", [1, 2, 3, 4], 5)):
         given, expected = history_and_target(sequences, 0, stage)
         assert (given.tolist(), expected) == (history, target)
+
+
+def test_next_item_batches_hold_the_windows_of_the_instance_order_rotated_to_the_right():
+    # The reference: instance n is window index_shuffle(n mod W) of epoch n // W, its items rolled to
+    # the row's end; the stream makes whole batches, so its rows must be those instances in order,
+    # batched or not, across an epoch's end.
+    from bert4rec_tf.data.seeds import Stream, instance_seed
+
+    train = [np.arange(1, 8), np.arange(8, 11), np.arange(11, 20), np.array([20, 21])]
+    config = small_config(max_len=6)
+    windows = make_windows(train, np.arange(1, 5), config.max_len + 1, 0.5)
+    count = len(windows)
+    sampler = NegativeSampler(train, 30)
+    batched = take(next_item_training_dataset(windows, config, sampler, batch_size=4), 2 * count)
+    single = list(next_item_training_dataset(windows, config, None).take(8 * count).as_numpy_iterator())
+    for number in range(8 * count):
+        epoch = number // count
+        window = int(tf.random.experimental.index_shuffle(
+            number % count, instance_seed(config.seed, Stream.NEXT_ITEM, epoch), count - 1))
+        aligned = np.roll(windows.tokens[window], windows.tokens.shape[1] - windows.lengths[window])
+        inputs, positives = aligned[:-1], np.where(aligned[:-1] > 0, aligned[1:], 0)
+        row = batched[number // 4]
+        assert np.array_equal(row["input_ids"][number % 4], inputs)
+        assert np.array_equal(row["positive_ids"][number % 4], positives)
+        assert np.array_equal(single[number]["input_ids"], inputs) and "negative_ids" not in single[number]
+        user_items = set(train[windows.users[window] - 1].tolist())
+        negatives = row["negative_ids"][number % 4]
+        assert not set(negatives[positives > 0].tolist()) & user_items and not negatives[positives == 0].any()
+    again = take(next_item_training_dataset(windows, config, sampler, batch_size=4, start=8), 3)
+    for first, second in zip(batched[2:5], again):
+        assert all(np.array_equal(first[name], second[name]) for name in first)  # resumed at a batch
+    with pytest.raises(ValueError, match="next-item stream resumes at a batch's start"):
+        next_item_training_dataset(windows, config, sampler, batch_size=4, start=6)

@@ -228,3 +228,61 @@ def test_the_full_ranking_rank_equals_the_rank_over_a_mask_of_competing_items():
     expected = np.asarray(target_rank(target_scores, scores, valid))
     assert len(set(expected.tolist())) > 5  # the case is not degenerate
     np.testing.assert_array_equal(np.asarray(full_ranking_rank(scores, target_scores, excluded, num_items)), expected)
+
+
+def test_the_excluded_items_are_each_users_distinct_history_and_target():
+    # The reference is the per-user set of the history and the target (`history_and_target`);
+    # sequences with repeats, a target inside its history and a user of the shortest length.
+    from bert4rec_tf.data.split import history_and_target
+    from bert4rec_tf.evaluation.evaluator import _excluded_items
+    from tests.data.test_pipeline import sequences_of
+
+    sequences = sequences_of([[1, 2, 3], [4, 4, 2, 4, 5, 4], [3, 1, 3, 1], [5, 6, 7, 8, 9, 2, 2]], num_items=9)
+    users = np.array([3, 0, 1, 2])
+    for stage in ("valid", "test"):
+        excluded = _excluded_items(sequences, stage, users)
+        for row, user in zip(excluded, users):
+            history, target = history_and_target(sequences, user, stage)
+            real = row[row != 0]
+            assert sorted(real.tolist()) == sorted(set(history.tolist()) | {target})  # each once
+    with pytest.raises(ValueError, match="unknown evaluation stage 'train'"):
+        _excluded_items(sequences, "train", users)
+
+
+def test_a_second_evaluation_of_a_model_reuses_its_traced_scoring():
+    # A run validates many times: its scoring graphs are traced in the first validation only, and
+    # the model is not kept alive by them.
+    import gc
+    import weakref
+
+    from bert4rec_tf.data.candidates import sample_negatives
+    from bert4rec_tf.evaluation import evaluator
+    from tests.data.test_pipeline import sequences_of
+    from tests.models.test_padding import NUM_ITEMS, built
+
+    rng = np.random.default_rng(4)
+    lists = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False).tolist() for n in (3, 8, 4, 6) * 6]
+    sequences = sequences_of(lists, NUM_ITEMS)
+    candidates = {"pop_test": sample_negatives(sequences, "pop", "test", 10, 3)}
+
+    def evaluate_twice():
+        model = built("sasrec")
+        traced = []
+        score_next = model.score_next
+
+        def counted(*args, **kwargs):  # called once per trace, inside the traced function
+            traced.append(1)
+            return score_next(*args, **kwargs)
+
+        model.score_next = counted
+        results = []
+        for _ in range(2):
+            results.append(evaluator.evaluate(model, sequences, "test", 24, candidates, protocols=("pop", "full"),
+                                              batch_size=4))
+            results.append(len(traced))
+        return results, weakref.ref(model)
+
+    (first, first_traces, second, second_traces), reference = evaluate_twice()
+    assert first_traces >= 1 and second_traces == first_traces and second == first
+    gc.collect()
+    assert reference() is None
