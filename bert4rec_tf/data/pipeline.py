@@ -17,7 +17,7 @@ from bert4rec_tf.data.instances import Windows, window_masker
 from bert4rec_tf.data.negatives import NegativeSampler
 from bert4rec_tf.data.preprocess import UserSequences
 from bert4rec_tf.data.seeds import Stream, batch_positions, batch_stream, instance_seed
-from bert4rec_tf.data.split import history_and_target
+from bert4rec_tf.data.split import target_from_end
 
 
 def static_training_dataset(files: list[str], config: DataConfig, batch_size: int | None = None,
@@ -200,13 +200,17 @@ def evaluation_histories(sequences: UserSequences, stage: str, length: int) -> t
     Returns:
         histories int32 [U, length] (0 padding on the right) and targets int64 [U].
     """
-    histories = np.full((sequences.num_users, length), PAD_ID, dtype=np.int32)
-    targets = np.zeros(sequences.num_users, dtype=np.int64)
-    for user in range(sequences.num_users):
-        history, targets[user] = history_and_target(sequences, user, stage)
-        history = history[max(0, len(history) - length):]
-        histories[user, :len(history)] = history
-    return histories, targets
+    back = target_from_end(stage)
+    short = np.flatnonzero(sequences.lengths < back)
+    if len(short):
+        raise ValueError(f"user {short[0] + 1} has {sequences.lengths[short[0]]} item(s): no {stage} target")
+    ends = sequences.offsets[1:] - back  # each user's target, in `sequences.items`
+    starts = np.maximum(sequences.offsets[:-1], ends - length)  # [U]
+    positions = np.arange(length)
+    real = positions[None, :] < (ends - starts)[:, None]  # [U, length]
+    index = np.where(real, starts[:, None] + positions[None, :], 0)
+    histories = np.where(real, sequences.items[index], PAD_ID).astype(np.int32)
+    return histories, sequences.items[ends].astype(np.int64)
 
 
 def sampled_candidates(sequences: UserSequences, config: DataConfig) -> dict[str, np.ndarray]:

@@ -27,11 +27,24 @@ def training_sequences(sequences: UserSequences, split: str) -> list[np.ndarray]
     return [sequences.sequence(u)[:-cut] for u in range(sequences.num_users)]
 
 
+# Where each evaluation stage's target lies, counted from the end of a user's sequence (1: last); its
+# history is every item before it.
+_TARGET_FROM_END = {"valid": 2, "test": 1}
+
+
+def target_from_end(stage: str) -> int:
+    """Where `stage`'s target lies from the end of a sequence: 2 for "valid", 1 for "test".
+
+    Raises:
+        ValueError: for another stage.
+    """
+    if stage not in _TARGET_FROM_END:
+        raise ValueError(f"unknown evaluation stage {stage!r}; known: valid, test")
+    return _TARGET_FROM_END[stage]
+
+
 def history_and_target(sequences: UserSequences, user: int, stage: str) -> tuple[np.ndarray, int]:
     """The history fed to the model and the item to predict for `stage` "valid" or "test"."""
     sequence = sequences.sequence(user)
-    if stage == "test":
-        return sequence[:-1], int(sequence[-1])
-    if stage == "valid":
-        return sequence[:-2], int(sequence[-2])
-    raise ValueError(f"unknown evaluation stage {stage!r}; known: valid, test")
+    back = target_from_end(stage)
+    return sequence[:-back], int(sequence[-back])

@@ -13,12 +13,12 @@ from tqdm.auto import tqdm
 from bert4rec_tf.constants import EVAL_SEED, MAX_BATCH_SCORES, PAD_ID, VALID_SEED, vocab_size
 from bert4rec_tf.data.pipeline import evaluation_histories, padded_width
 from bert4rec_tf.data.preprocess import UserSequences
+from bert4rec_tf.data.split import target_from_end
 from bert4rec_tf.evaluation.metrics import (FULL_METRICS, SAMPLED_METRICS, full_ranking_rank, metrics_from_ranks,
                                                target_rank)
 
 PROTOCOLS = ("pop", "uniform", "full")
-_TARGET_FROM_END = {"valid": 2, "test": 1}  # where each stage's target is, from the sequence's end
-# model -> (its catalogue, its traced scoring functions) (`_scorers`)
+# model -> (its number of items, its traced scoring functions) (`_scorers`)
 _SCORERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -133,11 +133,9 @@ def _excluded_items(sequences: UserSequences, stage: str, users: np.ndarray) -> 
     place of every repeat and of the items a shorter row lacks (each row sorted before its repeats
     are blanked): the items that do not compete with the target under full ranking
     (`full_ranking_rank`, which skips PAD_ID)."""
-    if stage not in _TARGET_FROM_END:
-        raise ValueError(f"unknown evaluation stage {stage!r}; known: valid, test")
     # History and target together: the sequence without its last item for "valid", whole for "test".
     starts = sequences.offsets[users]
-    lengths = sequences.offsets[users + 1] - starts - (_TARGET_FROM_END[stage] - 1)
+    lengths = sequences.offsets[users + 1] - starts - (target_from_end(stage) - 1)
     positions = np.arange(max(1, int(lengths.max())))
     real = positions[None, :] < lengths[:, None]
     index = np.where(real, starts[:, None] + positions[None, :], 0)
@@ -160,9 +158,8 @@ def _scorers(model, num_items: int):
 
     `users` are model user ids, passed on only to a model that `reads_users`.
     """
-    key = (num_items,)
     kept = _SCORERS.get(model)
-    if kept is not None and kept[0] == key:
+    if kept is not None and kept[0] == num_items:
         return kept[1]
     reads_users = model.reads_users
     # The functions reach the model through a weak reference: kept with it, they must not keep it alive.
@@ -186,10 +183,7 @@ def _scorers(model, num_items: int):
         # would dispatch every operation from Python.
         score_all = tf.function(score_all, reduce_retracing=True)
         score_chosen = tf.function(score_chosen, reduce_retracing=True)
-        try:
-            _SCORERS[model] = (key, (score_all, score_chosen))
-        except TypeError:  # a model that cannot be weakly referenced is traced at every call
-            pass
+        _SCORERS[model] = (num_items, (score_all, score_chosen))
     return score_all, score_chosen
 
 

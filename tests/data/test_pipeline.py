@@ -73,6 +73,25 @@ def test_evaluation_histories_keep_the_last_items_before_the_target():
     assert histories.tolist() == [[3, 4, 5, 6], [9, 0, 0, 0]] and targets.tolist() == [7, 8]
 
 
+def test_evaluation_histories_are_each_users_history_and_target_and_refuse_a_user_without_one():
+    # The reference: `history_and_target` user by user, its last `length` items left-aligned.
+    rng = np.random.default_rng(3)
+    lists = [rng.integers(1, 30, size=n).tolist() for n in (2, 3, 5, 9, 14, 4, 2)]
+    sequences = sequences_of(lists, num_items=30)
+    for stage in ("valid", "test"):
+        for length in (1, 4, 20):
+            histories, targets = evaluation_histories(sequences, stage, length)
+            assert histories.dtype == np.int32 and targets.dtype == np.int64
+            for user in range(len(lists)):
+                history, target = history_and_target(sequences, user, stage)
+                kept = history[max(0, len(history) - length):].tolist()
+                assert histories[user].tolist() == kept + [0] * (length - len(kept)) and targets[user] == target
+    with pytest.raises(ValueError, match="user 2 has 1 item"):
+        evaluation_histories(sequences_of([[1, 2, 3], [4]], num_items=4), "valid", 4)
+    with pytest.raises(ValueError, match="unknown evaluation stage 'train'"):
+        evaluation_histories(sequences, "train", 4)
+
+
 @pytest.mark.parametrize("protocol", ["pop", "uniform"])
 def test_negatives_exclude_history_are_distinct_and_deterministic(protocol):
     rng = np.random.default_rng(1)
