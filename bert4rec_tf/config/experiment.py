@@ -198,14 +198,26 @@ def migrate_section(kind: type[Section], values: dict[str, Any], section: str) -
 
 def config_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[str]:
     """The `section.key` fields whose values differ between a recorded configuration (`to_dict()`
-    form) and `current`, sorted. A field the recorded one lacks is not compared (it came to the package
-    later, and its default keeps the former behaviour), nor the (section, key) pairs in `ignore`.
+    form) and `current`, sorted, leaving out the (section, key) pairs in `ignore`.
+
+    A field the recorded one lacks came to the package after it was written, and its default keeps the
+    behaviour of before: the record stands for that default, so the field differs when `current` sets
+    another value (a recipe's `train.valid_users` 10,000 against a record made when every user was
+    validated). Without a registered family in `current`, such a field is not compared.
 
     Example: config_differences({"model": {"l2": 0.0}}, {"model": {"l2": 0.01, "name": "ncf"}}) == ["model.l2"]
     """
+    name = current.get("model", {}).get("name")
+    defaults = ExperimentConfig.for_family(name).to_dict() if name in FAMILIES else {}
+    missing = object()
+
+    def was(section: str, key: str):
+        values = recorded.get(section, {})
+        return values[key] if key in values else defaults.get(section, {}).get(key, missing)
+
     return sorted(f"{section}.{key}" for section, values in current.items() for key, value in values.items()
-                  if (section, key) not in ignore and key in recorded.get(section, {})
-                  and recorded[section][key] != value)
+                  if (section, key) not in ignore and was(section, key) is not missing
+                  and was(section, key) != value)
 
 
 def _parse_value(key: str, value: Any, kind: type) -> Any:

@@ -28,7 +28,7 @@ PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR")
                     "uniform": ("HR@10", "NDCG@10", "MRR"),
                     "full": ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")}
 COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
-            "date", "above_pop", "sampled_softmax", "evaluated_users", "tested_users"]
+            "date", "above_pop", "sampled_softmax", "evaluated_users", "tested_users", "earlier_configuration"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
 
@@ -43,6 +43,9 @@ def report_rows(records: list[dict]) -> list[dict]:
     `evaluated_users`: "N of M" when the run was validated and tested on a sample of its users
     (`train.eval_users`), else None; `tested_users` the number of users its test metrics average
     (the sample's, else the data set's, `tested_users`), which the two-standard-error margins use.
+    `earlier_configuration`: for a record made under a configuration its settings no longer give (a
+    recipe changed since; `collect_records` keeps it until the run trains again), the fields that
+    differ ("train.valid_users"), else None.
     """
     rows = []
     for record in records:
@@ -55,7 +58,8 @@ def report_rows(records: list[dict]) -> list[dict]:
                 "sampled_softmax": _trains_sampled_softmax(record["settings"]),
                 "evaluated_users": (f"{record['evaluated_users']} of {record['users']}" if "evaluated_users" in record
                                     else None),
-                "tested_users": record.get("evaluated_users") or tested_users(record["dataset"])}
+                "tested_users": record.get("evaluated_users") or tested_users(record["dataset"]),
+                "earlier_configuration": "; ".join(record.get("earlier_configuration", [])) or None}
         for protocol, metrics in PROTOCOL_METRICS.items():
             for metric in metrics:
                 base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
@@ -127,7 +131,8 @@ def _published_table(rows: list[dict]) -> list[str]:
     cells: dict[str, dict[str, str]] = {}
     for row in rows:
         difference = "" if row["relative_difference"] is None else f" ({row['relative_difference']:+.1%})"
-        cells.setdefault(row["setting"], {})[row["published_metric"]] = (
+        name = f"{row['setting']} (earlier configuration)" if row["earlier_configuration"] else row["setting"]
+        cells.setdefault(name, {})[row["published_metric"]] = (
             f"{_cell(row['ours'])} / {row['published']:.4f}{difference}")
     lines = [f"{rows[0]['source']}:", "", f"| run | {' | '.join(metrics)} |",
              f"|---|{'---|' * len(metrics)}"]
@@ -175,6 +180,13 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
     missing = [run.name for run in runs if run.name not in finished]
     if missing:
         lines += [f"Not finished yet: {', '.join(missing)}. Re-run the command to continue.", ""]
+    earlier = [record for record in records if record.get("earlier_configuration")]
+    if earlier:
+        fields = sorted({field for record in earlier for field in record["earlier_configuration"]})
+        lines += [f"{len(earlier)} of the finished runs were made under an earlier configuration than their settings "
+                  f"give now ({', '.join(fields)} differ; each run's fields are in the csv's `earlier_configuration`): "
+                  "they are marked \"earlier configuration\" and count until they train again, which the same "
+                  f"command does: {', '.join(record['run'] for record in earlier)}.", ""]
     for dataset in dict.fromkeys(run.dataset for run in runs):
         lines += _dataset_section(rows, runs, experiment, dataset)
     if figures:
@@ -290,6 +302,7 @@ def _runs_table(rows: list[dict]) -> list[str]:
         flag = " (not above POP)" if row["above_pop"] is False else ""
         flag += " (sampled softmax: not the paper's loss)" if row["sampled_softmax"] else ""
         flag += f" (tested on {row['evaluated_users']} users)" if row["evaluated_users"] else ""
+        flag += f" (earlier configuration: {row['earlier_configuration']})" if row["earlier_configuration"] else ""
         lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
                      f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
     if any(row["above_pop"] is False for row in rows):

@@ -18,7 +18,8 @@ import shutil
 from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.experiments.plans import EXPERIMENTS, SWEEPS, plan
-from bert4rec_tf.experiments.records import make_record, provenance, read_record, record_path, run_status, stale_fields
+from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
+                                             stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
 
@@ -83,7 +84,10 @@ def folder_changed(model_dir: str, settings: list[str]) -> list[str]:
 
 def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str) -> list[dict]:
     """The records of the finished runs: from their run folders (stored in --results_dir when given),
-    else the --results_dir record made with the same settings."""
+    else the --results_dir record made with the same settings, else that run's own record of the same
+    settings made under a configuration they no longer give (a recipe changed since), with
+    `earlier_configuration` naming the fields that differ: kept in the report, marked, until the run
+    trains again and its new record replaces it."""
     records = []
     for run in runs:
         model_dir = os.path.join(args.out, "runs", run.name)
@@ -92,13 +96,17 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
         if run_status(model_dir) == "finished" and record is None:
             origin = (read_json(provenance_file(model_dir), "run provenance")
                       if os.path.isfile(provenance_file(model_dir)) else provenance(command, PACKAGE_PARENT))
-            if origin.pop("settings", wanted) != wanted or folder_changed(model_dir, wanted):
-                continue  # other settings, or a configuration since changed: not a result of this command
-            record = make_record(model_dir, run, args.experiment, wanted, origin)
-            if args.results_dir:
-                path = record_path(args.results_dir, args.experiment, run)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                write_json_atomic(path, record)
+            # Other settings, or a configuration since changed, are not a result of this command.
+            if origin.pop("settings", wanted) == wanted and not folder_changed(model_dir, wanted):
+                record = make_record(model_dir, run, args.experiment, wanted, origin)
+                if args.results_dir:
+                    path = record_path(args.results_dir, args.experiment, run)
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    write_json_atomic(path, record)
+        if record is None and args.results_dir:
+            earlier = own_record(args.results_dir, args.experiment, run, wanted)
+            if earlier is not None:
+                record = {**earlier, "earlier_configuration": stale_fields(earlier, wanted)}
         if record is not None:
             records.append(record)
     return records

@@ -235,8 +235,8 @@ class RunFolder:
         """Refuses `config` when it differs from the recorded one (`check_config`); returns the
         recorded one, as written."""
         earlier = read_json(self.path("config.json"), "run configuration")
-        # A field the recorded configuration lacks came to the package after the run started: not compared
-        # (the settings it stands for are, and run.json binds the data).
+        # A field the recorded configuration lacks came to the package after the run started: it stands
+        # for its default, the behaviour the run had (`config_differences`); run.json binds the data.
         changed = config_differences(earlier, config.to_dict(), ignore=(("train", "train_steps"), *ignore))
         if changed:
             raise ValueError(f"{self.directory} holds a run with another configuration ({', '.join(changed)} "

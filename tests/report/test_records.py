@@ -103,10 +103,15 @@ def test_a_record_of_a_configuration_its_settings_no_longer_give_does_not_count(
     assert stale_fields({**record, "config": old}, settings) == ["model.l2"]
     assert read_record(str(tmp_path), "table2", run, settings) is None
     assert read_record(str(tmp_path), "other", run, settings) is None  # nor as another experiment's record
-    # A field the record lacks came to the package later: not compared; a record without a
-    # configuration (made before records stored it) is compared by its settings alone.
+    # A field the record lacks came to the package later: the record stands for its default, which is
+    # a difference only when the settings now give another value; a record without a configuration
+    # (made before records stored it) is compared by its settings alone.
     del old["model"]["l2"]
-    assert config_differences(old, config) == []
+    assert config["model"]["l2"] != 0.0 and config_differences(old, config) == ["model.l2"]
+    old["train"] = {key: value for key, value in config["train"].items() if key != "valid_users"}
+    assert config["train"]["valid_users"] == 10_000  # the cpu-* recipes validate 10,000 Beauty users
+    assert config_differences(old, config) == ["model.l2", "train.valid_users"]
+    assert config_differences(old, {**config, "train": {**config["train"], "valid_users": 0}}) == ["model.l2"]
     assert stale_fields({key: value for key, value in record.items() if key != "config"}, settings) == []
 
 
@@ -129,3 +134,45 @@ def test_a_record_of_other_flags_is_described_by_the_flags_that_differ(tmp_path)
     assert changes([*base, "--config", "a=1", "--config", "b=2"], [*base, "--config", "a=1", "--config", "b=3"]) == [
         "now also --config b=3", "no longer --config b=2"]  # a flag given twice is not paired by name
     assert settings_changes(str(tmp_path), "table2", Run("beauty", "pop", "pop"), base) == []  # no record
+
+
+def test_a_record_of_an_earlier_configuration_is_reported_marked_until_its_run_trains_again(tmp_path):
+    """Beauty's records made when every user was validated, before the recipes' `valid_users` 10,000:
+    the report keeps them, each marked with the fields that differ, and the run that trains again
+    replaces its record."""
+    import argparse
+    from bert4rec_tf.experiments.plans import resolved_settings
+    from bert4rec_tf.experiments.records import RECORD_VERSION, record_path
+    from bert4rec_tf.experiments.results import collect_records
+    from bert4rec_tf.files import write_json_atomic
+    settings = ["--dataset", "beauty", "--model", "ncf", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-1h"]
+    run = next(run for run in plan("table2", ["beauty"]) if run.setting == "ncf")
+    config = resolved_settings(settings)["config"]
+    earlier = {**config, "train": {key: value for key, value in config["train"].items() if key != "valid_users"}}
+    record = {**fake_record("beauty", "ncf", {"pop": {"HR@10": 0.18}}), "version": RECORD_VERSION,
+              "experiment": "table2", "settings": settings, "config": earlier, "commit": "abc1234"}
+    path = record_path(str(tmp_path / "results"), "table2", run)
+    os.makedirs(os.path.dirname(path))
+    write_json_atomic(path, record)
+    args = argparse.Namespace(experiment="table2", out=str(tmp_path / "out"), results_dir=str(tmp_path / "results"),
+                              no_figures=True)
+    [kept] = collect_records(args, [run], {run.name: settings}, "bert4rec-reproduce table2")
+    assert kept["earlier_configuration"] == ["train.valid_users"] and kept["test"] == record["test"]
+    rows = write_report(str(tmp_path), "table2", "table2", [run], [kept], [])
+    assert rows[0]["earlier_configuration"] == "train.valid_users"
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert "1 of the finished runs were made under an earlier configuration" in report
+    assert "| ncf (earlier configuration: train.valid_users) |" in report
+    assert "| ncf (earlier configuration) |" in report  # beside the published numbers
+    assert "earlier_configuration" in (tmp_path / "table2.csv").read_text(encoding="utf-8").splitlines()[0]
+    # The run trained again with these settings: its record replaces the earlier one, unmarked.
+    model_dir = tmp_path / "out" / "runs" / run.name
+    os.makedirs(model_dir)
+    write_json_atomic(str(model_dir / "results.json"), {"test": {"pop": {"HR@10": 0.21}}, "steps": 7})
+    write_json_atomic(str(model_dir / "config.json"), config)
+    write_json_atomic(str(model_dir / "reproduce.json"), {"settings": settings, "commit": "def5678", "machine": "test",
+                                                          "date": "2026-12-02", "command": "bert4rec-reproduce table2"})
+    [new] = collect_records(args, [run], {run.name: settings}, "bert4rec-reproduce table2")
+    assert "earlier_configuration" not in new and new["test"]["pop"]["HR@10"] == 0.21 and new["commit"] == "def5678"
+    with open(path, encoding="utf-8") as file:
+        assert json.load(file)["test"]["pop"]["HR@10"] == 0.21
