@@ -130,11 +130,15 @@ def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]
     return shared_record(results_dir, experiment, run, settings)
 
 
-def shared_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
+def shared_record(results_dir: str, experiment: str, run: Run, settings: list[str],
+                  earlier: bool = False) -> dict | None:
     """A record of another experiment whose train.py settings resolve to these `settings`
     (`resolved_settings`; the ablation's default is Table 2's BERT4Rec at the same recipe, and the
     sweeps' runs at the recipe's own value are one run), as `run`'s record with `same_as` naming its
-    origin: one training, not two of the same command. None when no other experiment has one."""
+    origin: one training, not two of the same command. None when no other experiment has one. With
+    `earlier`, also such a record made under a configuration its settings no longer give, with
+    `earlier_configuration` naming the fields that differ (what the report shows, marked, until a run
+    trains again)."""
     if not os.path.isdir(results_dir):
         return None
     mine = resolved_settings(settings)
@@ -149,10 +153,13 @@ def shared_record(results_dir: str, experiment: str, run: Run, settings: list[st
             if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):
                 continue
             theirs = record.get("settings")
-            if (theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine)) and not (
-                    stale_fields(record, theirs or [])):
+            if theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine):
+                stale = stale_fields(record, theirs or [])
+                if stale and not earlier:
+                    continue
                 return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
-                        "value": run.value, "same_as": f"{other}/{record['run']}"}
+                        "value": run.value, "same_as": f"{other}/{record['run']}",
+                        **({"earlier_configuration": stale} if stale else {})}
     return None
 
 

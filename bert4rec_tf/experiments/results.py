@@ -19,7 +19,7 @@ from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.experiments.plans import EXPERIMENTS, SWEEPS, plan
 from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
-                                             stale_fields)
+                                             shared_record, stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
 
@@ -84,10 +84,10 @@ def folder_changed(model_dir: str, settings: list[str]) -> list[str]:
 
 def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str) -> list[dict]:
     """The records of the finished runs: from their run folders (stored in --results_dir when given),
-    else the --results_dir record made with the same settings, else that run's own record of the same
-    settings made under a configuration they no longer give (a recipe changed since), with
-    `earlier_configuration` naming the fields that differ: kept in the report, marked, until the run
-    trains again and its new record replaces it."""
+    else the --results_dir record made with the same settings, else that run's own record (or another
+    experiment's, `shared_record`) of the same settings made under a configuration they no longer give
+    (a recipe changed since), with `earlier_configuration` naming the fields that differ: kept in the
+    report, marked, until the run trains again and its new record replaces it."""
     records = []
     for run in runs:
         model_dir = os.path.join(args.out, "runs", run.name)
@@ -105,8 +105,8 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
                     write_json_atomic(path, record)
         if record is None and args.results_dir:
             earlier = own_record(args.results_dir, args.experiment, run, wanted)
-            if earlier is not None:
-                record = {**earlier, "earlier_configuration": stale_fields(earlier, wanted)}
+            record = ({**earlier, "earlier_configuration": stale_fields(earlier, wanted)} if earlier is not None
+                      else shared_record(args.results_dir, args.experiment, run, wanted, earlier=True))
         if record is not None:
             records.append(record)
     return records

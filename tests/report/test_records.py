@@ -176,3 +176,16 @@ def test_a_record_of_an_earlier_configuration_is_reported_marked_until_its_run_t
     assert "earlier_configuration" not in new and new["test"]["pop"]["HR@10"] == 0.21 and new["commit"] == "def5678"
     with open(path, encoding="utf-8") as file:
         assert json.load(file)["test"]["pop"]["HR@10"] == 0.21
+    # Another experiment's run of the same settings (the ablation's default is Table 2's BERT4Rec):
+    # that record, marked the same way, while it is of an earlier configuration.
+    settings = ["--dataset", "beauty", "--model", "bert4rec", "--recipe", "cpu-1h"]
+    table2 = next(run for run in plan("table2", ["beauty"]) if run.setting == "bert4rec")
+    config = resolved_settings(settings)["config"]
+    earlier = {**config, "train": {key: value for key, value in config["train"].items() if key != "valid_users"}}
+    write_json_atomic(record_path(str(tmp_path / "results"), "table2", table2),
+                      {**fake_record("beauty", "bert4rec", {"pop": {"HR@10": 0.3}}), "version": RECORD_VERSION,
+                       "run": table2.name, "experiment": "table2", "settings": settings, "config": earlier})
+    default = next(run for run in plan("ablation", ["beauty"]) if run.setting == "ablation-default")
+    args.experiment = "ablation"
+    [shared] = collect_records(args, [default], {default.name: settings}, "bert4rec-reproduce ablation")
+    assert shared["same_as"] == "table2/beauty-bert4rec" and shared["earlier_configuration"] == ["train.valid_users"]
