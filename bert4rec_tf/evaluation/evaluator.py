@@ -45,7 +45,8 @@ def validation_users(num_users: int, eval_users: int, valid_users: int) -> np.nd
 def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
              candidates: dict[str, np.ndarray] | None = None, protocols: tuple[str, ...] = PROTOCOLS,
              batch_size: int = 256, progress: bool = False, trim: bool = True,
-             max_batch_scores: int = MAX_BATCH_SCORES, users: np.ndarray | None = None) -> dict[str, dict[str, float]]:
+             max_batch_scores: int = MAX_BATCH_SCORES, users: np.ndarray | None = None,
+             inputs: dict | None = None) -> dict[str, dict[str, float]]:
     """Metrics of `model` on every user (or on `users`) for `stage` ("valid" or "test").
 
     Users are scored in batches of similar history length, each batch trimmed to its longest
@@ -76,6 +77,9 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             catalogue. Only each user's chosen scores and full-ranking rank leave the traced graph.
         users: the users (0-based indices of `sequences`) to evaluate (`evaluation_users`); None:
             every user.
+        inputs: a dict the caller keeps between calls with the same arguments (a run's validations):
+            each batch's inputs (its histories, users, target and candidates, excluded items), made
+            once as tensors and kept in it, so that later calls only score. None: made every call.
 
     Returns:
         {protocol: {metric: value}}: HR@1/5/10, NDCG@5/10, MRR for the sampled protocols;
@@ -97,19 +101,21 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     order = evaluated[np.argsort(lengths[evaluated], kind="stable")] if trim else evaluated
     ranks = {p: np.zeros(sequences.num_users, dtype=np.int64) for p in protocols}
     sampled = [protocol for protocol in protocols if protocol != "full"]
+    bounds = np.cumsum([1] + [_candidates(candidates, protocol, stage).shape[1] for protocol in sampled])
     for begin in tqdm(range(0, len(order), batch_size), desc=f"evaluating {stage}", disable=not progress):
         batch = order[begin:begin + batch_size]
-        width = padded_width(int(lengths[batch].max()), max_len) if trim else max_len
-        history = histories[batch, :width]
-        # Each user's target, then each sampled protocol's candidates, and where those are.
-        negatives = [_candidates(candidates, protocol, stage)[batch].astype(np.int64) for protocol in sampled]
-        items = np.concatenate([targets[batch, None].astype(np.int64)] + negatives, axis=1)  # [b, 1 + sum C]
-        bounds = np.cumsum([1] + [n.shape[1] for n in negatives])
+        key = (begin, batch.tobytes())
+        made = None if inputs is None else inputs.get(key)
+        if made is None:
+            made = _batch_inputs(sequences, stage, batch, histories, targets, lengths, max_len, trim, candidates,
+                                 sampled, full="full" in protocols and not sampled_only)
+            if inputs is not None:
+                inputs[key] = made
+        history, model_users, items, excluded = made
         if sampled_only:
-            chosen = ops.convert_to_numpy(score_chosen(history, batch + 1, items))  # model user ids
+            chosen = ops.convert_to_numpy(score_chosen(history, model_users, items))
         else:
-            excluded = _excluded_items(sequences, stage, batch) if "full" in protocols else None
-            chosen, full = score_all(history, batch + 1, items, excluded)
+            chosen, full = score_all(history, model_users, items, excluded)
             chosen = ops.convert_to_numpy(chosen)
             if full is not None:
                 ranks["full"][batch] = ops.convert_to_numpy(full)
@@ -119,6 +125,19 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             ranks[protocol][batch] = ops.convert_to_numpy(target_rank(target_scores, others))
     return {protocol: metrics_from_ranks(ranks[protocol][evaluated], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}
+
+
+def _batch_inputs(sequences: UserSequences, stage: str, batch: np.ndarray, histories: np.ndarray, targets: np.ndarray,
+                  lengths: np.ndarray, max_len: int, trim: bool, candidates, sampled: list[str], full: bool) -> tuple:
+    """What the scoring functions read of the users `batch`, as tensors: their histories (trimmed to
+    the longest, `trim`), model user ids (user u is u + 1), each user's target then each sampled
+    protocol's candidates [b, 1 + sum C], and the excluded items of full ranking (None without it)."""
+    width = padded_width(int(lengths[batch].max()), max_len) if trim else max_len
+    negatives = [_candidates(candidates, protocol, stage)[batch].astype(np.int64) for protocol in sampled]
+    items = np.concatenate([targets[batch, None].astype(np.int64)] + negatives, axis=1)
+    excluded = _excluded_items(sequences, stage, batch) if full else None
+    return (tf.constant(histories[batch, :width]), tf.constant(batch + 1), tf.constant(items),
+            None if excluded is None else tf.constant(excluded))
 
 
 def _candidates(candidates: dict[str, np.ndarray] | None, protocol: str, stage: str) -> np.ndarray:

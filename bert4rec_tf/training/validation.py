@@ -52,9 +52,10 @@ def make_validation(config: ExperimentConfig, task: Task, model, sequences, cand
     users = validation_users(sequences.num_users, config.train.eval_users, config.train.valid_users)
     protocols = VALIDATION_PROTOCOLS if task.full_ranking_validation else VALIDATION_PROTOCOLS[:1]
     length = config.data.history_length()
+    inputs = {}  # every validation scores the same batches: their inputs are made once
 
     def metrics(m):
-        return evaluate(m, sequences, "valid", length, candidates, protocols=protocols, users=users)
+        return evaluate(m, sequences, "valid", length, candidates, protocols=protocols, users=users, inputs=inputs)
 
     histories, targets = evaluation_histories(sequences, "valid", length)
     loss = validation_loss_function(model, task.loss_features, histories, targets, candidates["uniform_valid"])

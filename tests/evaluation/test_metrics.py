@@ -286,3 +286,33 @@ def test_a_second_evaluation_of_a_model_reuses_its_traced_scoring():
     assert first_traces >= 1 and second_traces == first_traces and second == first
     gc.collect()
     assert reference() is None
+
+
+def test_the_inputs_kept_between_validations_give_the_metrics_of_inputs_made_anew(monkeypatch):
+    # A run's validations score the same batches: their inputs are made in the first and kept. Once
+    # the weights change, the kept inputs must still give what inputs made anew give.
+    from bert4rec_tf.data.candidates import sample_negatives
+    from bert4rec_tf.evaluation import evaluator
+    from tests.data.test_pipeline import sequences_of
+    from tests.models.test_padding import NUM_ITEMS, built
+
+    rng = np.random.default_rng(5)
+    lists = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False).tolist() for n in (3, 8, 4, 6, 5) * 5]
+    sequences = sequences_of(lists, NUM_ITEMS)
+    candidates = {"pop_valid": sample_negatives(sequences, "pop", "valid", 10, 3)}
+    model = built("sasrec")
+    made = []
+    batch_inputs = evaluator._batch_inputs
+    monkeypatch.setattr(evaluator, "_batch_inputs", lambda *args, **kwargs: made.append(1) or batch_inputs(*args, **kwargs))
+    kept = {}
+
+    def both():
+        return [evaluator.evaluate(model, sequences, "valid", 24, candidates, protocols=("pop", "full"), batch_size=4,
+                                   users=np.arange(1, 25), inputs=inputs) for inputs in (kept, None)]
+
+    first_kept, first_anew = both()
+    assert first_kept == first_anew and len(kept) == 6 and len(made) == 12
+    for weight in model.trainable_weights:  # another model: the same inputs, other scores
+        weight.assign(rng.normal(size=weight.shape).astype(np.float32))
+    second_kept, second_anew = both()
+    assert second_kept == second_anew != first_kept and len(made) == 18  # only the uncached call made inputs
