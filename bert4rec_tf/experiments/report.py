@@ -28,7 +28,8 @@ PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR")
                     "uniform": ("HR@10", "NDCG@10", "MRR"),
                     "full": ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")}
 COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
-            "date", "above_pop", "sampled_softmax", "evaluated_users", "tested_users", "earlier_configuration"]
+            "date", "above_pop", "sampled_softmax", "evaluated_users", "tested_users", "earlier_configuration",
+            "validation_share"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
 
@@ -45,7 +46,8 @@ def report_rows(records: list[dict]) -> list[dict]:
     (the sample's, else the data set's, `tested_users`), which the two-standard-error margins use.
     `earlier_configuration`: for a record made under a configuration its settings no longer give (a
     recipe changed since; `collect_records` keeps it until the run trains again), the fields that
-    differ ("train.valid_users"), else None.
+    differ ("train.valid_users"), else None. `validation_share`: the share of the run's time its
+    validations took (`validation_share`), None for records made before validations were timed.
     """
     rows = []
     for record in records:
@@ -59,7 +61,8 @@ def report_rows(records: list[dict]) -> list[dict]:
                 "evaluated_users": (f"{record['evaluated_users']} of {record['users']}" if "evaluated_users" in record
                                     else None),
                 "tested_users": record.get("evaluated_users") or tested_users(record["dataset"]),
-                "earlier_configuration": "; ".join(record.get("earlier_configuration", [])) or None}
+                "earlier_configuration": "; ".join(record.get("earlier_configuration", [])) or None,
+                "validation_share": validation_share(record)}
         for protocol, metrics in PROTOCOL_METRICS.items():
             for metric in metrics:
                 base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
@@ -76,6 +79,16 @@ def report_rows(records: list[dict]) -> list[dict]:
                              "ours": ours, "relative_difference": None if ours is None else (ours - value) / value,
                              "source": source})
     return rows
+
+
+def validation_share(record: dict) -> float | None:
+    """The share of `record`'s training and validation time spent validating: the sum of its curve's
+    `validation_seconds` over its `seconds`; None when a point lacks it (a record made before
+    validations were timed) or the run has no time or curve."""
+    curve, seconds = record.get("curve") or [], record.get("seconds") or 0.0
+    if not curve or not seconds or any("validation_seconds" not in point for point in curve):
+        return None
+    return sum(point["validation_seconds"] for point in curve) / seconds
 
 
 def _trains_sampled_softmax(settings: list[str]) -> bool:
@@ -288,10 +301,11 @@ _RUN_METRICS = (("pop", ("HR@10", "NDCG@10", "MRR")), ("uniform", ("HR@10", "NDC
 def _runs_table(rows: list[dict]) -> list[str]:
     """Every run of one data set's `rows` in the three protocols, one line per run."""
     lines = ["Every run in the three protocols (minutes are training and validation time, samples/s the "
-             "training instances over it):", "",
-             "| run | steps | minutes | samples/s | pop-100 HR@10 / NDCG@10 / MRR "
+             "training instances over it, validating the share of those minutes its validations took, for "
+             "the runs that timed them):", "",
+             "| run | steps | minutes | samples/s | validating | pop-100 HR@10 / NDCG@10 / MRR "
              "| uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
-             "|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|"]
     seen = set()
     for row in rows:
         if row["run"] in seen:
@@ -303,7 +317,8 @@ def _runs_table(rows: list[dict]) -> list[str]:
         flag += " (sampled softmax: not the paper's loss)" if row["sampled_softmax"] else ""
         flag += f" (tested on {row['evaluated_users']} users)" if row["evaluated_users"] else ""
         flag += f" (earlier configuration: {row['earlier_configuration']})" if row["earlier_configuration"] else ""
-        lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | "
+        share = "" if row["validation_share"] is None else f"{row['validation_share']:.0%}"
+        lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | {share} | "
                      f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
     if any(row["above_pop"] is False for row in rows):
         lines += ["", f"Not above POP: the run's best validation {metric_label(SELECTION_METRIC)} was not above "

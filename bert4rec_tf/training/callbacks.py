@@ -154,10 +154,13 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         state["instances"] += (step - state["step"]) * self.batch_size
         state["step"] = step
         if self.validate is not None:
+            began = time.perf_counter()
             results = self.validate(self.model)
             point = {"step": step, "loss": float((logs or {}).get("loss", math.nan))}
             if self.validation_loss is not None:
                 point["validation_loss"] = self.validation_loss()
+            # What this validation cost (metrics and loss): the curve says which share of a run it takes.
+            point["validation_seconds"] = round(time.perf_counter() - began, 3)
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
             key = f"{SELECTION_METRIC[0]}/{SELECTION_METRIC[1]}_2se"
             spread = {"valid_users": self.sample, key: two_standard_errors(score, self.sample)} if self.sample else {}

@@ -276,3 +276,17 @@ def test_the_report_says_which_weights_were_tested_when_runs_trained_without_val
     assert weights_tested([original]).startswith("each run's last weights (every run trained with `split=original`")
     assert weights_tested([valid, original]) == ("each run's best validation checkpoint, the last weights for "
                                                  "beauty-caser (trained with `split=original`, no validation)")
+
+
+def test_the_share_of_a_run_spent_validating_is_the_sum_of_its_validations_times(tmp_path):
+    from bert4rec_tf.experiments.report import validation_share
+    timed = {**fake_record("ml-1m", "bpr-mf", {"pop": {"HR@10": 0.3}}), "seconds": 100.0,
+             "curve": [{"step": 500, "validation_seconds": 3.0}, {"step": 1000, "validation_seconds": 5.0}]}
+    assert validation_share(timed) == pytest.approx(0.08)
+    untimed = {**timed, "curve": [{"step": 500, "validation_seconds": 3.0}, {"step": 1000}]}
+    assert validation_share(untimed) is None and validation_share({**timed, "curve": []}) is None
+    ncf = {**untimed, "run": "ml-1m-ncf", "setting": "ncf", "model": "ncf"}
+    rows = write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), [timed, ncf], [])
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert "| bpr-mf | 10 | 2 | 12.8 | 8% |" in report and "| ncf | 10 | 2 | 12.8 |  |" in report
+    assert rows[0]["validation_share"] == pytest.approx(0.08)

@@ -46,7 +46,7 @@ def test_a_run_validates_on_its_sample_and_tests_every_user(tmp_path):
     curve = json.loads((tmp_path / "run" / "validation.json").read_text())
     assert [point["step"] for point in curve] == [10, 20]
     for point in curve:
-        assert point["valid_users"] == 50
+        assert point["valid_users"] == 50 and 0 < point["validation_seconds"] < point["seconds"]
         assert point["pop/NDCG@10_2se"] == pytest.approx(two_standard_errors(point["pop/NDCG@10"], 50))
     # The checkpoint is chosen on the sample.
     best = next(point for point in curve if point["step"] == results["best_step"])
@@ -60,4 +60,5 @@ def test_a_run_validates_on_its_sample_and_tests_every_user(tmp_path):
               overrides={"train_steps": 20, "batch_size": 16, "num_negatives": 20})
     full = json.loads((tmp_path / "everyone" / "validation.json").read_text())
     assert [point["loss"] for point in full] == [point["loss"] for point in curve]
+    assert all(point["validation_seconds"] > 0 for point in full)
     assert "valid_users" not in full[0] and full[0]["pop/NDCG@10"] != curve[0]["pop/NDCG@10"]
