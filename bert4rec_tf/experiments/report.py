@@ -299,13 +299,15 @@ _RUN_METRICS = (("pop", ("HR@10", "NDCG@10", "MRR")), ("uniform", ("HR@10", "NDC
 
 
 def _runs_table(rows: list[dict]) -> list[str]:
-    """Every run of one data set's `rows` in the three protocols, one line per run."""
+    """Every run of one data set's `rows` in the three protocols, one line per run; with a column of
+    the share of each run spent validating when any run timed its validations."""
+    timed = any(row["validation_share"] is not None for row in rows)
     lines = ["Every run in the three protocols (minutes are training and validation time, samples/s the "
-             "training instances over it, validating the share of those minutes its validations took, for "
-             "the runs that timed them):", "",
-             "| run | steps | minutes | samples/s | validating | pop-100 HR@10 / NDCG@10 / MRR "
-             "| uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
-             "|---|---|---|---|---|---|---|---|"]
+             "training instances over it" + (", validating the share of those minutes its validations took, for "
+                                             "the runs that timed them" if timed else "") + "):", "",
+             "| run | steps | minutes | samples/s | " + ("validating | " if timed else "")
+             + "pop-100 HR@10 / NDCG@10 / MRR | uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
+             "|---|---|---|---|---|---|---|" + ("---|" if timed else "")]
     seen = set()
     for row in rows:
         if row["run"] in seen:
@@ -317,8 +319,8 @@ def _runs_table(rows: list[dict]) -> list[str]:
         flag += " (sampled softmax: not the paper's loss)" if row["sampled_softmax"] else ""
         flag += f" (tested on {row['evaluated_users']} users)" if row["evaluated_users"] else ""
         flag += f" (earlier configuration: {row['earlier_configuration']})" if row["earlier_configuration"] else ""
-        share = "" if row["validation_share"] is None else f"{row['validation_share']:.0%}"
-        lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} | {share} | "
+        share = "" if not timed else " |" if row["validation_share"] is None else f" {row['validation_share']:.0%} |"
+        lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} |{share} "
                      f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
     if any(row["above_pop"] is False for row in rows):
         lines += ["", f"Not above POP: the run's best validation {metric_label(SELECTION_METRIC)} was not above "

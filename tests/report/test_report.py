@@ -288,5 +288,7 @@ def test_the_share_of_a_run_spent_validating_is_the_sum_of_its_validations_times
     ncf = {**untimed, "run": "ml-1m-ncf", "setting": "ncf", "model": "ncf"}
     rows = write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), [timed, ncf], [])
     report = (tmp_path / "table2.md").read_text(encoding="utf-8")
-    assert "| bpr-mf | 10 | 2 | 12.8 | 8% |" in report and "| ncf | 10 | 2 | 12.8 |  |" in report
+    assert "| bpr-mf | 10 | 2 | 12.8 | 8% |" in report and "| ncf | 10 | 2 | 12.8 | | 0.3000 / " in report
     assert rows[0]["validation_share"] == pytest.approx(0.08)
+    write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), [ncf], [])  # no run timed them
+    assert "| ncf | 10 | 2 | 12.8 | 0.3000 / " in (tmp_path / "table2.md").read_text(encoding="utf-8")
