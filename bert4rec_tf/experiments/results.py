@@ -82,6 +82,12 @@ def folder_changed(model_dir: str, settings: list[str]) -> list[str]:
     return stale_fields({"config": read_json(path, "run configuration")}, settings) if os.path.isfile(path) else []
 
 
+def _recorded_from(record: dict, model_dir: str) -> bool:
+    """Whether `record` was made from the finished run in `model_dir` (its steps and test metrics)."""
+    results = read_json(os.path.join(model_dir, "results.json"), "run results")
+    return results.get("test") == record.get("test") and results.get("steps", 0) == record.get("steps")
+
+
 def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str) -> list[dict]:
     """The records of the finished runs: from their run folders (stored in --results_dir when given),
     else the --results_dir record made with the same settings, else that run's own record (or another
@@ -93,6 +99,13 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
         model_dir = os.path.join(args.out, "runs", run.name)
         wanted = settings[run.name]
         record = read_record(args.results_dir, args.experiment, run, wanted) if args.results_dir else None
+        if run_status(model_dir) == "finished" and record is not None and not record.get("same_as") and (
+                not _recorded_from(record, model_dir)):
+            # Two trainings of the same settings: the stored record stays the result, and saying so keeps
+            # the other run from being taken for the one reported.
+            print(f"{run.name}: {model_dir} holds a finished run, but {record_path(args.results_dir, args.experiment, run)} "
+                  f"(commit {record.get('commit', '?')}, {record.get('date', '?')}) is of the same settings and "
+                  "stays the reported one; remove that record to report this run instead", flush=True)
         if run_status(model_dir) == "finished" and record is None:
             origin = (read_json(provenance_file(model_dir), "run provenance")
                       if os.path.isfile(provenance_file(model_dir)) else provenance(command, PACKAGE_PARENT))

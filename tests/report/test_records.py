@@ -189,3 +189,33 @@ def test_a_record_of_an_earlier_configuration_is_reported_marked_until_its_run_t
     args.experiment = "ablation"
     [shared] = collect_records(args, [default], {default.name: settings}, "bert4rec-reproduce ablation")
     assert shared["same_as"] == "table2/beauty-bert4rec" and shared["earlier_configuration"] == ["train.valid_users"]
+
+
+def test_a_finished_run_beside_a_record_of_the_same_settings_is_named_not_reported(tmp_path, capsys):
+    """Two trainings of the same settings: the stored record stays the reported one, and the command
+    says which run folder it leaves out and how to report it instead; the run that made the record is
+    not named."""
+    import argparse
+    from bert4rec_tf.experiments.plans import resolved_settings
+    from bert4rec_tf.experiments.records import RECORD_VERSION, record_path
+    from bert4rec_tf.experiments.results import collect_records
+    from bert4rec_tf.files import write_json_atomic
+    settings = ["--dataset", "ml-1m", "--model", "bpr_mf", "--seed", "12345", "--eval_every", "500", "--recipe", "cpu-1h"]
+    run = next(run for run in plan("table2", ["ml-1m"]) if run.setting == "bpr-mf")
+    config = resolved_settings(settings)["config"]
+    record = {**fake_record("ml-1m", "bpr-mf", {"pop": {"HR@10": 0.37}}), "version": RECORD_VERSION, "steps": 10,
+              "experiment": "table2", "settings": settings, "config": config, "commit": "abc1234", "date": "2026-11-30"}
+    os.makedirs(tmp_path / "results" / "table2")
+    write_json_atomic(record_path(str(tmp_path / "results"), "table2", run), record)
+    model_dir = tmp_path / "out" / "runs" / run.name
+    os.makedirs(model_dir)
+    write_json_atomic(str(model_dir / "config.json"), config)
+    args = argparse.Namespace(experiment="table2", out=str(tmp_path / "out"), results_dir=str(tmp_path / "results"),
+                              no_figures=True)
+    for test, named in (({"pop": {"HR@10": 0.37}}, False), ({"pop": {"HR@10": 0.40}}, True)):
+        write_json_atomic(str(model_dir / "results.json"), {"test": test, "steps": 10})
+        [kept] = collect_records(args, [run], {run.name: settings}, "bert4rec-reproduce table2")
+        assert kept["test"] == record["test"]
+        said = capsys.readouterr().out
+        assert ("stays the reported one; remove that record to report this run instead" in said) == named
+        assert ("commit abc1234, 2026-11-30" in said) == named
