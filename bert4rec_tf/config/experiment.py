@@ -201,14 +201,16 @@ def config_differences(recorded: dict, current: dict, ignore: tuple = ()) -> lis
     form) and `current`, sorted, leaving out the (section, key) pairs in `ignore`.
 
     A field the recorded one lacks came to the package after it was written, and its default keeps the
-    behaviour of before: the record stands for that default, so the field differs when `current` sets
-    another value (a recipe's `train.valid_users` 10,000 against a record made when every user was
-    validated). Without a registered family in `current`, such a field is not compared.
+    behaviour of before: the record stands for that default (of `current`'s family), so the field
+    differs when `current` sets another value (a recipe's `train.valid_users` 10,000 against a record
+    made when every user was validated).
+
+    Raises:
+        ValueError: when `current` names a family that is not registered.
 
     Example: config_differences({"model": {"l2": 0.0}}, {"model": {"l2": 0.01, "name": "ncf"}}) == ["model.l2"]
     """
-    name = current.get("model", {}).get("name")
-    defaults = ExperimentConfig.for_family(name).to_dict() if name in FAMILIES else {}
+    defaults = ExperimentConfig.for_family(current.get("model", {}).get("name", "")).to_dict()
     missing = object()
 
     def was(section: str, key: str):

@@ -18,6 +18,9 @@ from bert4rec_tf.evaluation.metrics import (FULL_METRICS, SAMPLED_METRICS, full_
                                                target_rank)
 
 PROTOCOLS = ("pop", "uniform", "full")
+# The most bytes of batch inputs `evaluate` keeps between calls (`inputs`); the batches beyond are made
+# anew at every call (a catalogue of long histories, ML-20m's, would otherwise keep gigabytes).
+MAX_KEPT_INPUT_BYTES = 2 ** 29
 # model -> (its number of items, its traced scoring functions) (`_scorers`)
 _SCORERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -77,9 +80,10 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             catalogue. Only each user's chosen scores and full-ranking rank leave the traced graph.
         users: the users (0-based indices of `sequences`) to evaluate (`evaluation_users`); None:
             every user.
-        inputs: a dict the caller keeps between calls with the same arguments (a run's validations):
-            each batch's inputs (its histories, users, target and candidates, excluded items), made
-            once as tensors and kept in it, so that later calls only score. None: made every call.
+        inputs: a dict the caller keeps between calls (a run's validations): each batch's inputs (its
+            histories, users, target and candidates, excluded items), made once and kept in it, up to
+            `MAX_KEPT_INPUT_BYTES`, so that later calls with the same arguments only score; a call
+            with other arguments empties it first. None: made every call.
 
     Returns:
         {protocol: {metric: value}}: HR@1/5/10, NDCG@5/10, MRR for the sampled protocols;
@@ -102,15 +106,25 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
     ranks = {p: np.zeros(sequences.num_users, dtype=np.int64) for p in protocols}
     sampled = [protocol for protocol in protocols if protocol != "full"]
     bounds = np.cumsum([1] + [_candidates(candidates, protocol, stage).shape[1] for protocol in sampled])
+    if inputs is not None:
+        # The kept inputs hold for these arguments only: other arguments start the dict afresh.
+        signature = (id(sequences), stage, max_len, trim, batch_size, tuple(protocols), sampled_only,
+                     tuple(id(_candidates(candidates, protocol, stage)) for protocol in sampled), order.tobytes())
+        if inputs.get("signature") != signature:
+            inputs.clear()
+            inputs["signature"] = signature
+    tensors = isinstance(model, keras.Model)  # another scorer (a test's stand-in) gets NumPy arrays
     for begin in tqdm(range(0, len(order), batch_size), desc=f"evaluating {stage}", disable=not progress):
         batch = order[begin:begin + batch_size]
         key = (begin, batch.tobytes())
         made = None if inputs is None else inputs.get(key)
         if made is None:
             made = _batch_inputs(sequences, stage, batch, histories, targets, lengths, max_len, trim, candidates,
-                                 sampled, full="full" in protocols and not sampled_only)
-            if inputs is not None:
+                                 sampled, full="full" in protocols and not sampled_only, tensors=tensors)
+            size = sum(int(np.prod(part.shape)) * np.dtype(part.dtype.name).itemsize for part in made if part is not None)
+            if inputs is not None and inputs.get("bytes", 0) + size <= MAX_KEPT_INPUT_BYTES:
                 inputs[key] = made
+                inputs["bytes"] = inputs.get("bytes", 0) + size
         history, model_users, items, excluded = made
         if sampled_only:
             chosen = ops.convert_to_numpy(score_chosen(history, model_users, items))
@@ -128,16 +142,18 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
 
 
 def _batch_inputs(sequences: UserSequences, stage: str, batch: np.ndarray, histories: np.ndarray, targets: np.ndarray,
-                  lengths: np.ndarray, max_len: int, trim: bool, candidates, sampled: list[str], full: bool) -> tuple:
-    """What the scoring functions read of the users `batch`, as tensors: their histories (trimmed to
-    the longest, `trim`), model user ids (user u is u + 1), each user's target then each sampled
-    protocol's candidates [b, 1 + sum C], and the excluded items of full ranking (None without it)."""
+                  lengths: np.ndarray, max_len: int, trim: bool, candidates, sampled: list[str], full: bool,
+                  tensors: bool) -> tuple:
+    """What the scoring functions read of the users `batch`: their histories (trimmed to the longest,
+    `trim`), model user ids (user u is u + 1), each user's target then each sampled protocol's
+    candidates [b, 1 + sum C], and the excluded items of full ranking (None without it); as tensors
+    when `tensors`, else NumPy arrays."""
     width = padded_width(int(lengths[batch].max()), max_len) if trim else max_len
     negatives = [_candidates(candidates, protocol, stage)[batch].astype(np.int64) for protocol in sampled]
     items = np.concatenate([targets[batch, None].astype(np.int64)] + negatives, axis=1)
     excluded = _excluded_items(sequences, stage, batch) if full else None
-    return (tf.constant(histories[batch, :width]), tf.constant(batch + 1), tf.constant(items),
-            None if excluded is None else tf.constant(excluded))
+    made = (histories[batch, :width], batch + 1, items, excluded)
+    return tuple(None if part is None else tf.constant(part) for part in made) if tensors else made
 
 
 def _candidates(candidates: dict[str, np.ndarray] | None, protocol: str, stage: str) -> np.ndarray:

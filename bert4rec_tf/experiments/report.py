@@ -198,7 +198,8 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
         fields = sorted({field for record in earlier for field in record["earlier_configuration"]})
         lines += [f"{len(earlier)} of the finished runs were made under an earlier configuration than their settings "
                   f"give now ({', '.join(fields)} differ; each run's fields are in the csv's `earlier_configuration`): "
-                  "they are marked \"earlier configuration\" and count until they train again, which the same "
+                  "they are marked \"earlier configuration\" in the tables of metrics, enter the orderings, "
+                  "comparisons and figures as they are, and count until they train again, which the same "
                   f"command does: {', '.join(record['run'] for record in earlier)}.", ""]
     for dataset in dict.fromkeys(run.dataset for run in runs):
         lines += _dataset_section(rows, runs, experiment, dataset)

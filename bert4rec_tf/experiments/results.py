@@ -82,6 +82,18 @@ def folder_changed(model_dir: str, settings: list[str]) -> list[str]:
     return stale_fields({"config": read_json(path, "run configuration")}, settings) if os.path.isfile(path) else []
 
 
+# The run folders `collect_records` has named as left out of the report, each named once per command.
+_NAMED: set[str] = set()
+
+
+def _same_training(model_dir: str, settings: list[str], command: str) -> bool:
+    """Whether the finished run in `model_dir` trained these `settings` with the configuration they
+    give now (a run of other settings is not this run's result whatever its metrics)."""
+    origin = (read_json(provenance_file(model_dir), "run provenance")
+              if os.path.isfile(provenance_file(model_dir)) else provenance(command, PACKAGE_PARENT))
+    return origin.get("settings", settings) == settings and not folder_changed(model_dir, settings)
+
+
 def _recorded_from(record: dict, model_dir: str) -> bool:
     """Whether `record` was made from the finished run in `model_dir` (its steps and test metrics)."""
     results = read_json(os.path.join(model_dir, "results.json"), "run results")
@@ -99,8 +111,10 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
         model_dir = os.path.join(args.out, "runs", run.name)
         wanted = settings[run.name]
         record = read_record(args.results_dir, args.experiment, run, wanted) if args.results_dir else None
-        if run_status(model_dir) == "finished" and record is not None and not record.get("same_as") and (
-                not _recorded_from(record, model_dir)):
+        if (run_status(model_dir) == "finished" and record is not None and not record.get("same_as")
+                and model_dir not in _NAMED and _same_training(model_dir, wanted, command)
+                and not _recorded_from(record, model_dir)):
+            _NAMED.add(model_dir)
             # Two trainings of the same settings: the stored record stays the result, and saying so keeps
             # the other run from being taken for the one reported.
             print(f"{run.name}: {model_dir} holds a finished run, but {record_path(args.results_dir, args.experiment, run)} "

@@ -311,8 +311,39 @@ def test_the_inputs_kept_between_validations_give_the_metrics_of_inputs_made_ane
                                    users=np.arange(1, 25), inputs=inputs) for inputs in (kept, None)]
 
     first_kept, first_anew = both()
-    assert first_kept == first_anew and len(kept) == 6 and len(made) == 12
+    assert first_kept == first_anew and len(kept) == 6 + 2 and len(made) == 12  # and its signature and size
     for weight in model.trainable_weights:  # another model: the same inputs, other scores
         weight.assign(rng.normal(size=weight.shape).astype(np.float32))
     second_kept, second_anew = both()
     assert second_kept == second_anew != first_kept and len(made) == 18  # only the uncached call made inputs
+
+
+def test_kept_inputs_hold_for_their_arguments_only_and_up_to_their_byte_cap(monkeypatch):
+    # One dict given with other users or protocols is emptied first, never read for them; beyond the
+    # cap, batches are made anew at every call (and the metrics are the same either way).
+    from bert4rec_tf.data.candidates import sample_negatives
+    from bert4rec_tf.evaluation import evaluator
+    from tests.data.test_pipeline import sequences_of
+    from tests.models.test_padding import NUM_ITEMS, built
+
+    rng = np.random.default_rng(6)
+    lists = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False).tolist() for n in (3, 8, 4, 6, 5) * 5]
+    sequences = sequences_of(lists, NUM_ITEMS)
+    candidates = {"pop_valid": sample_negatives(sequences, "pop", "valid", 10, 3)}
+    model = built("sasrec")
+    kept = {}
+
+    def run(users, protocols, inputs):
+        return evaluator.evaluate(model, sequences, "valid", 24, candidates, protocols=protocols, batch_size=4,
+                                  users=users, inputs=inputs)
+
+    for users, protocols in ((np.arange(0, 12), ("pop", "full")), (np.arange(12, 24), ("pop", "full")),
+                             (np.arange(12, 24), ("pop",)), (np.arange(0, 12), ("pop", "full"))):
+        assert run(users, protocols, kept) == run(users, protocols, None)
+        assert run(users, protocols, kept) == run(users, protocols, None)  # the second call reads the kept inputs
+        assert len([key for key in kept if key not in ("signature", "bytes")]) == 3
+    monkeypatch.setattr(evaluator, "MAX_KEPT_INPUT_BYTES", kept["bytes"] // 2)
+    capped = {}
+    assert run(np.arange(0, 12), ("pop", "full"), capped) == run(np.arange(0, 12), ("pop", "full"), None)
+    assert 0 < capped["bytes"] <= kept["bytes"] // 2
+    assert len([key for key in capped if key not in ("signature", "bytes")]) < 3

@@ -212,10 +212,18 @@ def test_a_finished_run_beside_a_record_of_the_same_settings_is_named_not_report
     write_json_atomic(str(model_dir / "config.json"), config)
     args = argparse.Namespace(experiment="table2", out=str(tmp_path / "out"), results_dir=str(tmp_path / "results"),
                               no_figures=True)
-    for test, named in (({"pop": {"HR@10": 0.37}}, False), ({"pop": {"HR@10": 0.40}}, True)):
+    # The run of the record; a run of other settings (not this run's result, whatever its metrics); a
+    # second training of these settings.
+    for test, trained, named in (({"pop": {"HR@10": 0.37}}, settings, False),
+                                 ({"pop": {"HR@10": 0.40}}, [*settings, "--patience", "3"], False),
+                                 ({"pop": {"HR@10": 0.40}}, settings, True)):
         write_json_atomic(str(model_dir / "results.json"), {"test": test, "steps": 10})
+        write_json_atomic(str(model_dir / "reproduce.json"), {"settings": trained, "commit": "def5678",
+                                                              "date": "2026-12-02", "machine": "test"})
         [kept] = collect_records(args, [run], {run.name: settings}, "bert4rec-reproduce table2")
         assert kept["test"] == record["test"]
         said = capsys.readouterr().out
         assert ("stays the reported one; remove that record to report this run instead" in said) == named
         assert ("commit abc1234, 2026-11-30" in said) == named
+    collect_records(args, [run], {run.name: settings}, "bert4rec-reproduce table2")
+    assert "stays the reported one" not in capsys.readouterr().out  # named once per command
