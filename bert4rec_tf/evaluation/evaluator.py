@@ -121,10 +121,12 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
         if made is None:
             made = _batch_inputs(sequences, stage, batch, histories, targets, lengths, max_len, trim, candidates,
                                  sampled, full="full" in protocols and not sampled_only, tensors=tensors)
-            size = sum(int(np.prod(part.shape)) * np.dtype(part.dtype.name).itemsize for part in made if part is not None)
-            if inputs is not None and inputs.get("bytes", 0) + size <= MAX_KEPT_INPUT_BYTES:
-                inputs[key] = made
-                inputs["bytes"] = inputs.get("bytes", 0) + size
+            if inputs is not None:
+                size = sum(int(np.prod(part.shape)) * np.dtype(part.dtype.name).itemsize for part in made
+                           if part is not None)
+                if inputs.get("bytes", 0) + size <= MAX_KEPT_INPUT_BYTES:
+                    inputs[key] = made
+                    inputs["bytes"] = inputs.get("bytes", 0) + size
         history, model_users, items, excluded = made
         if sampled_only:
             chosen = ops.convert_to_numpy(score_chosen(history, model_users, items))

@@ -86,12 +86,13 @@ def folder_changed(model_dir: str, settings: list[str]) -> list[str]:
 _NAMED: set[str] = set()
 
 
-def _same_training(model_dir: str, settings: list[str], command: str) -> bool:
-    """Whether the finished run in `model_dir` trained these `settings` with the configuration they
-    give now (a run of other settings is not this run's result whatever its metrics)."""
+def _own_training(model_dir: str, settings: list[str], command: str) -> dict | None:
+    """The provenance (without its settings) of the finished run in `model_dir` when it trained these
+    `settings` with the configuration they give now, else None: a run of other settings, or of a
+    configuration since changed, is not this command's result whatever its metrics."""
     origin = (read_json(provenance_file(model_dir), "run provenance")
               if os.path.isfile(provenance_file(model_dir)) else provenance(command, PACKAGE_PARENT))
-    return origin.get("settings", settings) == settings and not folder_changed(model_dir, settings)
+    return origin if origin.pop("settings", settings) == settings and not folder_changed(model_dir, settings) else None
 
 
 def _recorded_from(record: dict, model_dir: str) -> bool:
@@ -111,25 +112,23 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
         model_dir = os.path.join(args.out, "runs", run.name)
         wanted = settings[run.name]
         record = read_record(args.results_dir, args.experiment, run, wanted) if args.results_dir else None
-        if (run_status(model_dir) == "finished" and record is not None and not record.get("same_as")
-                and model_dir not in _NAMED and _same_training(model_dir, wanted, command)
-                and not _recorded_from(record, model_dir)):
+        finished = run_status(model_dir) == "finished"
+        if finished and record is None:
+            origin = _own_training(model_dir, wanted, command)
+            if origin is not None:
+                record = make_record(model_dir, run, args.experiment, wanted, origin)
+                if args.results_dir:
+                    path = record_path(args.results_dir, args.experiment, run)
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    write_json_atomic(path, record)
+        elif (finished and not record.get("same_as") and model_dir not in _NAMED
+              and not _recorded_from(record, model_dir) and _own_training(model_dir, wanted, command) is not None):
             _NAMED.add(model_dir)
             # Two trainings of the same settings: the stored record stays the result, and saying so keeps
             # the other run from being taken for the one reported.
             print(f"{run.name}: {model_dir} holds a finished run, but {record_path(args.results_dir, args.experiment, run)} "
                   f"(commit {record.get('commit', '?')}, {record.get('date', '?')}) is of the same settings and "
                   "stays the reported one; remove that record to report this run instead", flush=True)
-        if run_status(model_dir) == "finished" and record is None:
-            origin = (read_json(provenance_file(model_dir), "run provenance")
-                      if os.path.isfile(provenance_file(model_dir)) else provenance(command, PACKAGE_PARENT))
-            # Other settings, or a configuration since changed, are not a result of this command.
-            if origin.pop("settings", wanted) == wanted and not folder_changed(model_dir, wanted):
-                record = make_record(model_dir, run, args.experiment, wanted, origin)
-                if args.results_dir:
-                    path = record_path(args.results_dir, args.experiment, run)
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    write_json_atomic(path, record)
         if record is None and args.results_dir:
             earlier = own_record(args.results_dir, args.experiment, run, wanted)
             record = ({**earlier, "earlier_configuration": stale_fields(earlier, wanted)} if earlier is not None

@@ -288,19 +288,24 @@ def test_a_second_evaluation_of_a_model_reuses_its_traced_scoring():
     assert reference() is None
 
 
-def test_the_inputs_kept_between_validations_give_the_metrics_of_inputs_made_anew(monkeypatch):
-    # A run's validations score the same batches: their inputs are made in the first and kept. Once
-    # the weights change, the kept inputs must still give what inputs made anew give.
+def _validation_case(seed: int):
+    """A generator, 25 users' sequences with their pop-100 validation candidates, and an untrained SASRec."""
     from bert4rec_tf.data.candidates import sample_negatives
-    from bert4rec_tf.evaluation import evaluator
     from tests.data.test_pipeline import sequences_of
     from tests.models.test_padding import NUM_ITEMS, built
 
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     lists = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False).tolist() for n in (3, 8, 4, 6, 5) * 5]
     sequences = sequences_of(lists, NUM_ITEMS)
-    candidates = {"pop_valid": sample_negatives(sequences, "pop", "valid", 10, 3)}
-    model = built("sasrec")
+    return rng, sequences, {"pop_valid": sample_negatives(sequences, "pop", "valid", 10, 3)}, built("sasrec")
+
+
+def test_the_inputs_kept_between_validations_give_the_metrics_of_inputs_made_anew(monkeypatch):
+    # A run's validations score the same batches: their inputs are made in the first and kept. Once
+    # the weights change, the kept inputs must still give what inputs made anew give.
+    from bert4rec_tf.evaluation import evaluator
+
+    rng, sequences, candidates, model = _validation_case(5)
     made = []
     batch_inputs = evaluator._batch_inputs
     monkeypatch.setattr(evaluator, "_batch_inputs", lambda *args, **kwargs: made.append(1) or batch_inputs(*args, **kwargs))
@@ -321,16 +326,9 @@ def test_the_inputs_kept_between_validations_give_the_metrics_of_inputs_made_ane
 def test_kept_inputs_hold_for_their_arguments_only_and_up_to_their_byte_cap(monkeypatch):
     # One dict given with other users or protocols is emptied first, never read for them; beyond the
     # cap, batches are made anew at every call (and the metrics are the same either way).
-    from bert4rec_tf.data.candidates import sample_negatives
     from bert4rec_tf.evaluation import evaluator
-    from tests.data.test_pipeline import sequences_of
-    from tests.models.test_padding import NUM_ITEMS, built
 
-    rng = np.random.default_rng(6)
-    lists = [rng.choice(np.arange(1, NUM_ITEMS + 1), size=n, replace=False).tolist() for n in (3, 8, 4, 6, 5) * 5]
-    sequences = sequences_of(lists, NUM_ITEMS)
-    candidates = {"pop_valid": sample_negatives(sequences, "pop", "valid", 10, 3)}
-    model = built("sasrec")
+    _, sequences, candidates, model = _validation_case(6)
     kept = {}
 
     def run(users, protocols, inputs):
