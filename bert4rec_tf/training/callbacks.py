@@ -68,21 +68,20 @@ class StopOnDivergence(keras.callbacks.Callback):
                 "non-finite model: lower --learning_rate (or raise warm-up) and use a new --model_dir")
 
 
-class PaceMeter(keras.callbacks.Callback):
-    """Measures seconds per training step (the first step of each `fit`, which may trace the graph,
-    left out) and, for the latest interval, the seconds not spent in steps (starting the data
-    stream, the first step, validation, checkpoint). Put it last among the callbacks."""
+class PaceMeter:
+    """Measures seconds per training step (the first step of each interval, which may trace the graph,
+    left out) and, for the latest interval, the seconds not spent in steps (the first step,
+    validation, checkpoint). `IntervalDriver` calls it."""
 
     def __init__(self):
-        super().__init__()
         self.pace = None
         self.overhead = 0.0
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def interval_begin(self) -> None:
         self._begin = time.monotonic()
         self._first_end, self._steps = None, 0
 
-    def on_train_batch_end(self, batch, logs=None):
+    def step_end(self) -> None:
         now = time.monotonic()
         if self._first_end is None:
             self._first_end = now
@@ -90,8 +89,56 @@ class PaceMeter(keras.callbacks.Callback):
         self._steps += 1
         self.pace = (now - self._first_end) / self._steps
 
-    def on_epoch_end(self, epoch, logs=None):
+    def interval_end(self) -> None:
         self.overhead = time.monotonic() - self._begin - self._steps * (self.pace or 0.0)
+
+
+class IntervalDriver(keras.callbacks.Callback):
+    """Cuts one `model.fit` into the intervals `plan` (a `schedule.IntervalPlan`) plans: after each,
+    `checkpointing` validates and writes the resume point, the loss mean starts again (as a new epoch's
+    would) and the plan gives the next interval's steps, or 0 to stop training.
+
+    One `fit` for the whole run: a new `fit` per interval costs a second or more of setup each time,
+    which for a model whose step takes a few milliseconds is more than its 500 steps. Put it last among
+    the callbacks, so that the others have seen an interval's last step before its checkpoint.
+
+    Args:
+        plan: the interval plan.
+        first: the first interval's steps (from `plan.next_steps()`, before `fit`).
+        checkpointing: the `CheckpointAndValidate` run at the end of each interval.
+        pace: the `PaceMeter`.
+        progress: whether to show a progress bar per interval (Keras's own, as `fit(verbose=1)`).
+    """
+
+    def __init__(self, plan, first: int, checkpointing: CheckpointAndValidate, pace: PaceMeter, progress: bool):
+        super().__init__()
+        self.plan, self.checkpointing, self.pace, self.progress = plan, checkpointing, pace, progress
+        self._steps = first
+
+    def on_train_begin(self, logs=None):
+        self.checkpointing.set_model(self.model)
+        self._begin(self._steps)
+
+    def _begin(self, steps: int) -> None:
+        self._steps, self._seen = steps, 0
+        self._bar = keras.utils.Progbar(steps, unit_name="step", stateless_metrics=set()) if self.progress else None
+        self.pace.interval_begin()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.pace.step_end()
+        self._seen += 1
+        if self._bar is not None:
+            self._bar.update(self._seen, list((logs or {}).items()), finalize=self._seen >= self._steps)
+        if self._seen < self._steps:
+            return
+        self.checkpointing.end_interval(logs)
+        self.pace.interval_end()
+        self.model.reset_metrics()  # the next interval's loss is its own mean, as a new epoch's is
+        steps = 0 if self.model.stop_training else self.plan.next_steps()
+        if steps:
+            self._begin(steps)
+        else:
+            self.model.stop_training = True
 
 
 def two_standard_errors(mean: float, users: int) -> float:
@@ -101,7 +148,7 @@ def two_standard_errors(mean: float, users: int) -> float:
 
 
 class CheckpointAndValidate(keras.callbacks.Callback):
-    """After every interval: check the weights, validate, keep the best, write the resume point.
+    """After every interval (`end_interval`, which `IntervalDriver` calls): check the weights, validate, keep the best, write the resume point.
 
     Args:
         run: the run's folder.
@@ -143,7 +190,9 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.stopped_early = patience_spent(state, patience)
         self.writer = tf.summary.create_file_writer(run.path("validation"))
 
-    def on_epoch_end(self, epoch, logs=None):
+    def end_interval(self, logs=None):
+        """After an interval's last step (`IntervalDriver`); `logs` are that step's, with the interval's
+        mean loss."""
         step = int(self.model.optimizer.iterations.numpy())
         if not all(np.isfinite(ops.convert_to_numpy(v)).all() for v in self.model.trainable_variables):
             raise TrainingDiverged(f"training diverged: the weights are not finite at step {step}; the last "

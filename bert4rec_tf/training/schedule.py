@@ -8,16 +8,6 @@ from typing import Callable
 from bert4rec_tf.config import TrainConfig
 
 
-def intervals(done: int, total: int, every: int) -> list[tuple[int, int]]:
-    """The (count, steps) runs of training intervals from step `done` to `total`, `every` steps each.
-
-    Validation and checkpoints come after every interval; the last interval is shorter when
-    `total - done` is not a multiple of `every`. Example: intervals(10, 32, 5) == [(4, 5), (1, 2)].
-    """
-    full, rest = divmod(max(0, total - done), every)
-    return [(count, steps) for count, steps in ((full, every), (1 if rest else 0, rest)) if count]
-
-
 def budget_plan(done: int, elapsed: float, budget: float, cap: int, every: int, probe: int,
                 scheduled: int | None, pace: float | None, overhead: float = 0.0) -> tuple[int, int]:
     """The next interval under a time budget: (its steps, the total steps the budget affords).
@@ -78,58 +68,68 @@ def finished(state: dict, train: TrainConfig, stopped_early: bool) -> str | None
     return None
 
 
-def train_intervals(fit: Callable[[int, int], None], state: dict, train: TrainConfig, eval_every: int, pace,
-                    clock: Callable[[], float], set_total_steps: Callable[[int], None],
-                    stopped: Callable[[], bool]) -> None:
-    """Trains interval after interval until `train.train_steps` or the time budget is spent.
+class IntervalPlan:
+    """Plans training interval after interval until `train.train_steps` or the time budget is spent.
 
-    Without a budget, intervals of `eval_every` steps up to `train.train_steps`. With one
-    (`train.time_budget` seconds), `budget_plan` picks each interval, `set_total_steps` moves the
-    schedule's end to the total the budget affords (so the rate reaches 0 at the deadline), and
+    Without a budget, intervals of `eval_every` steps up to `train.train_steps` (the last one shorter).
+    With one (`train.time_budget` seconds), `budget_plan` picks each interval, `set_total_steps` moves
+    the schedule's end to the total the budget affords (so the rate reaches 0 at the deadline), and
     `state["scheduled"]` keeps that total once the pace is measured (a resumed run follows it until it
     has measured its own pace), and `state["budget_spent"]` that the budget is used up (the deadline
     passed, or the schedule planned for it ended); a budget that ends within the warm-up is warned
     about once.
 
+    `next_steps()` is asked before the first interval and after each interval's checkpoint, which
+    advances `state["step"]` (the trainer asks it from inside its one `model.fit`,
+    `callbacks.IntervalDriver`).
+
     Args:
-        fit: trains `count` intervals of `steps` steps each: fit(count, steps); it advances
-            `state["step"]` (the checkpoint after every interval does).
         state: the run's resume state (`step`, `scheduled`).
         train: the training section.
         eval_every: steps per interval.
         pace: the pace meter: `.pace` seconds a step (None until measured) and `.overhead` seconds an
-            interval (`bert4rec_tf.training.callbacks.PaceMeter`).
+            interval (`bert4rec_tf.training.callbacks.PaceMeter`); unused without a budget.
         clock: seconds of training and validation the run has had, over all its processes.
         set_total_steps: moves the learning-rate schedule's last step.
         stopped: whether training stopped early (patience).
     """
-    if not train.time_budget:
-        for count, steps in intervals(state["step"], train.train_steps, eval_every):
-            if stopped():
-                return
-            fit(count, steps)
-        return
-    probe = min(eval_every, train.warmup_steps or eval_every)
-    warned = False
-    while not stopped() and not state.get("budget_spent"):
-        steps, total = budget_plan(state["step"], clock(), train.time_budget, train.train_steps, eval_every, probe,
-                                   state["scheduled"], pace.pace, pace.overhead)
+
+    def __init__(self, state: dict, train: TrainConfig, eval_every: int, pace, clock: Callable[[], float] | None,
+                 set_total_steps: Callable[[int], None] | None, stopped: Callable[[], bool]):
+        self.state, self.train, self.eval_every, self.pace = state, train, eval_every, pace
+        self.clock, self.set_total_steps, self.stopped = clock, set_total_steps, stopped
+        self.probe = min(eval_every, train.warmup_steps or eval_every)
+        self.warned = False
+
+    def next_steps(self) -> int:
+        """The steps of the next interval; 0 when training ends (steps done, budget spent, stopped early)."""
+        state, train = self.state, self.train
+        if self.stopped():
+            return 0
+        if not train.time_budget:
+            return min(self.eval_every, max(0, train.train_steps - state["step"]))
+        if state.get("budget_spent"):
+            return 0
+        pace = self.pace
+        steps, total = budget_plan(state["step"], self.clock(), train.time_budget, train.train_steps, self.eval_every,
+                                   self.probe, state["scheduled"], pace.pace, pace.overhead)
         # Warned once the total is planned from the measured pace, or when the budget runs out (no
         # steps, and `total` is the steps done): also inside the first interval, before the pace was
         # measured (a budget shorter than start-up, a few steps and a validation).
-        warning = None if warned or (steps and pace.pace is None) else warmup_warning(
+        warning = None if self.warned or (steps and pace.pace is None) else warmup_warning(
             total, train.warmup_steps, train.time_budget, train.train_steps)
         if warning:
             print(warning, file=sys.stderr)
-            warned = True
+            self.warned = True
         if not steps:
             # The deadline passed or the schedule planned for the budget ended (not the step cap, which a
             # larger --train_steps raises): kept in the resume state, since the next process's clock
             # starts at the last checkpoint's seconds, which may be short of the deadline this one reached.
             if state["step"] < train.train_steps:
                 state["budget_spent"] = True
-            return
-        set_total_steps(total)
+            return 0
+        self.set_total_steps(total)
         if pace.pace is not None:  # a resumed run keeps its plan until the pace is measured
             state["scheduled"] = total
-        fit(1, steps)
+        return steps
+

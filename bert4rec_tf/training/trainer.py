@@ -38,6 +38,7 @@ from bert4rec_tf.tasks import get_task, reference_model
 from bert4rec_tf.training.build import build_trainee
 from bert4rec_tf.training.callbacks import (
     CheckpointAndValidate,
+    IntervalDriver,
     PaceMeter,
     StopOnDivergence,
     TrainSummaries,
@@ -46,7 +47,7 @@ from bert4rec_tf.training.callbacks import (
 from bert4rec_tf.training.distribution import is_chief, make_strategy, worker_folder
 from bert4rec_tf.training.registration import register_keras_objects
 from bert4rec_tf.training.run_folder import RunFolder, same_data
-from bert4rec_tf.training.schedule import finished, patience_spent, train_intervals
+from bert4rec_tf.training.schedule import IntervalPlan, finished, patience_spent
 from bert4rec_tf.training.summaries import write_results, write_run_summaries
 from bert4rec_tf.training.validation import evaluated_users, make_validation
 
@@ -187,22 +188,22 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
                                               validation_histories, task.attention_last_label, clock,
                                               validation_loss, sample)
         pace = PaceMeter()
-        callbacks = [StopOnDivergence(), checkpointing, TrainSummaries(run.directory, every=min(100, eval_every)),
-                     pace]
-
-        options = tf.data.Options()
-        # Under a multi-worker strategy every worker reads the same stream and takes its share of
-        # each global batch, so the batches and the resume position are those of one worker.
-        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-
-        def fit(count: int, steps: int) -> None:
-            # The stream is shuffled, seeded, as it is built; Keras cannot shuffle a tf.data stream.
-            model.fit(trainee.stream(state["instances"]).with_options(options), epochs=count, steps_per_epoch=steps,
-                      callbacks=callbacks, verbose=verbose, shuffle=False)
-
         spent = state.get("budget_spent", False)
-        train_intervals(fit, state, config.train, eval_every, pace, clock, trainee.schedule.set_total_steps,
-                        lambda: checkpointing.stopped_early)
+        plan = IntervalPlan(state, config.train, eval_every, pace, clock, trainee.schedule.set_total_steps,
+                            lambda: checkpointing.stopped_early)
+        first = plan.next_steps()
+        if first:
+            options = tf.data.Options()
+            # Under a multi-worker strategy every worker reads the same stream and takes its share of
+            # each global batch, so the batches and the resume position are those of one worker.
+            options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+            callbacks = [StopOnDivergence(), TrainSummaries(run.directory, every=min(100, eval_every)),
+                         IntervalDriver(plan, first, checkpointing, pace, progress=verbose > 0)]
+            # One fit for the whole run, cut into intervals by IntervalDriver (which stops it); the
+            # stream is shuffled, seeded, as it is built (Keras cannot shuffle a tf.data stream).
+            model.fit(trainee.stream(state["instances"]).with_options(options), epochs=1,
+                      steps_per_epoch=config.train.train_steps - state["step"], callbacks=callbacks, verbose=0,
+                      shuffle=False)
         if state.get("budget_spent", False) != spent:
             run.commit(state)  # the deadline passed after the last checkpoint
 

@@ -15,8 +15,16 @@ import pytest
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import TrainConfig
-from bert4rec_tf.training.schedule import budget_plan, finished, train_intervals, warmup_warning
+from bert4rec_tf.training.schedule import IntervalPlan, budget_plan, finished, warmup_warning
 from tests.conftest import REPO, event_scalars, toy_sequences, write_pairs
+
+
+def train_intervals(fit, state, train, every, pace, clock, set_total_steps, stopped) -> None:
+    """The trainer's loop without Keras: `fit(steps)` for each interval `IntervalPlan` plans, as
+    `callbacks.IntervalDriver` trains them inside one `model.fit`."""
+    plan = IntervalPlan(state, train, every, pace, clock, set_total_steps, stopped)
+    while steps := plan.next_steps():
+        fit(steps)
 
 
 class Replaced(Exception):
@@ -37,8 +45,7 @@ def simulate(budget: float, pace: float, every: int, probe: int = 100, cap: int 
     train = TrainConfig(time_budget=budget, train_steps=cap, warmup_steps=probe)
     schedule_total = [None]
 
-    def fit(count: int, steps: int) -> None:
-        assert count == 1
+    def fit(steps: int) -> None:
         if totals is not None:
             totals.append(schedule_total[0])
         state["step"] += steps
@@ -64,12 +71,12 @@ def simulate(budget: float, pace: float, every: int, probe: int = 100, cap: int 
 def test_fixed_steps_train_in_intervals_until_stopped():
     calls, state = [], {"step": 0, "scheduled": None}
 
-    def fit(count, steps):
-        calls.append((count, steps))
-        state["step"] += count * steps
+    def fit(steps):
+        calls.append(steps)
+        state["step"] += steps
 
     train_intervals(fit, state, TrainConfig(train_steps=32), 5, None, None, None, lambda: False)
-    assert calls == [(6, 5), (1, 2)] and state["step"] == 32
+    assert calls == [5] * 6 + [2] and state["step"] == 32
     calls.clear()
     train_intervals(fit, {"step": 0}, TrainConfig(train_steps=32), 5, None, None, None, lambda: True)
     assert calls == []
@@ -103,12 +110,12 @@ def test_a_passed_deadline_is_kept_so_a_resumed_run_trains_no_more():
     train, calls = TrainConfig(time_budget=600.0, train_steps=10_000, warmup_steps=100), []
     state = {"step": 900, "scheduled": 1000, "seconds": 590.0}
     meter = types.SimpleNamespace(pace=0.5, overhead=0.0)
-    train_intervals(lambda count, steps: calls.append(steps), state, train, 500, meter, lambda: 630.0,
+    train_intervals(lambda steps: calls.append(steps), state, train, 500, meter, lambda: 630.0,
                     lambda total: None, lambda: False)
     assert calls == [] and state["budget_spent"] is True
     assert finished(state, train, False) == "its 600 s time budget is spent, at step 900"
     fresh = types.SimpleNamespace(pace=None, overhead=0.0)
-    train_intervals(lambda count, steps: calls.append(steps), state, train, 500, fresh, lambda: 590.0,
+    train_intervals(lambda steps: calls.append(steps), state, train, 500, fresh, lambda: 590.0,
                     lambda total: None, lambda: False)
     assert calls == []  # without the record, the probe of 100 steps towards 1,000 would train
 
@@ -116,11 +123,11 @@ def test_a_passed_deadline_is_kept_so_a_resumed_run_trains_no_more():
 def test_a_schedule_that_ended_before_the_deadline_spends_the_budget_and_the_step_cap_does_not():
     meter = types.SimpleNamespace(pace=0.5, overhead=0.0)
     ended = {"step": 1000, "scheduled": 1000}  # the plan fit in the budget: 50 s were left
-    train_intervals(lambda count, steps: None, ended, TrainConfig(time_budget=600.0, train_steps=10_000), 500,
+    train_intervals(lambda steps: None, ended, TrainConfig(time_budget=600.0, train_steps=10_000), 500,
                     meter, lambda: 550.0, lambda total: None, lambda: False)
     assert ended["budget_spent"] is True
     capped = {"step": 500, "scheduled": None}  # --train_steps 500 ended it: a larger one trains on
-    train_intervals(lambda count, steps: None, capped, TrainConfig(time_budget=600.0, train_steps=500), 500,
+    train_intervals(lambda steps: None, capped, TrainConfig(time_budget=600.0, train_steps=500), 500,
                     meter, lambda: 100.0, lambda total: None, lambda: False)
     assert "budget_spent" not in capped
     assert finished(capped, TrainConfig(time_budget=600.0, train_steps=500), False) == "it has trained its 500 steps"

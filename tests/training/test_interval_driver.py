@@ -1,0 +1,88 @@
+"""One `model.fit` cut into intervals (`IntervalDriver`) trains as one `fit` per interval did."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert4rec_tf.training.callbacks import IntervalDriver, PaceMeter
+
+FEATURES = np.random.default_rng(0).normal(size=(64, 3)).astype("float32")
+TARGETS = FEATURES @ np.array([[1.0], [-2.0], [0.5]], dtype="float32")
+
+
+def stream(start: int = 0) -> tf.data.Dataset:
+    """Batches of 4 from row `start` on, forever (as a training stream resumed at an instance)."""
+    rows = tf.data.Dataset.from_tensor_slices((FEATURES, TARGETS)).repeat()
+    return rows.skip(start).batch(4)
+
+
+def linear_model() -> keras.Model:
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    return model
+
+
+class Plan:
+    """Plans the given intervals' steps, then 0; counts how often it was asked."""
+
+    def __init__(self, steps: list[int]):
+        self.steps, self.asked = list(steps), 0
+
+    def next_steps(self) -> int:
+        self.asked += 1
+        return self.steps.pop(0) if self.steps else 0
+
+
+class Checkpoints:
+    """Records (step, loss) at each interval's end; stops training after `stop_after` intervals."""
+
+    def __init__(self, stop_after: int | None = None):
+        self.points, self.stop_after = [], stop_after
+
+    def set_model(self, model):
+        self.model = model
+
+    def end_interval(self, logs=None):
+        self.points.append((int(self.model.optimizer.iterations.numpy()), float(logs["loss"])))
+        if len(self.points) == self.stop_after:
+            self.model.stop_training = True
+
+
+def test_one_fit_in_intervals_gives_the_losses_and_weights_of_one_fit_per_interval():
+    model, checkpoints, plan = linear_model(), Checkpoints(), Plan([5, 3])
+    driver = IntervalDriver(plan, 4, checkpoints, PaceMeter(), progress=False)
+    model.fit(stream(), epochs=1, steps_per_epoch=100, callbacks=[driver], verbose=0, shuffle=False)
+
+    reference, losses, done = linear_model(), [], 0
+    for steps in (4, 5, 3):   # a fit per interval, its stream resumed where the last one ended
+        history = reference.fit(stream(done * 4), epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False)
+        done += steps
+        losses.append((done, history.history["loss"][-1]))
+
+    assert [step for step, _ in checkpoints.points] == [4, 9, 12]   # stopped at 12 of the 100 steps
+    np.testing.assert_allclose([loss for _, loss in checkpoints.points], [loss for _, loss in losses], rtol=1e-6)
+    for mine, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6)
+    assert plan.asked == 3
+
+
+def test_a_stop_at_an_interval_end_is_not_followed_by_another_interval():
+    model, checkpoints, plan = linear_model(), Checkpoints(stop_after=2), Plan([5, 5, 5])
+    pace = PaceMeter()
+    model.fit(stream(), epochs=1, steps_per_epoch=100,
+              callbacks=[IntervalDriver(plan, 5, checkpoints, pace, progress=False)], verbose=0, shuffle=False)
+    assert [step for step, _ in checkpoints.points] == [5, 10]
+    assert plan.asked == 1              # after the first interval only: the second one stopped training
+    assert pace.pace is not None and pace.pace > 0 and pace.overhead >= 0
+
+
+def test_the_progress_bar_is_one_per_interval(capsys):
+    model = linear_model()
+    model.fit(stream(), epochs=1, steps_per_epoch=100,
+              callbacks=[IntervalDriver(Plan([2]), 3, Checkpoints(), PaceMeter(), progress=True)], verbose=0, shuffle=False)
+    out = capsys.readouterr().out
+    assert "3/3" in out and "2/2" in out and "/100" not in out
