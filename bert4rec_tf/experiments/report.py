@@ -29,7 +29,7 @@ PROTOCOL_METRICS = {"pop": ("HR@1", "HR@5", "HR@10", "NDCG@5", "NDCG@10", "MRR")
                     "full": ("Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR")}
 COLUMNS = (["run", "dataset", "setting", "model", "value", "steps", "seconds", "samples_per_second", "commit",
             "date", "above_pop", "sampled_softmax", "evaluated_users", "tested_users", "earlier_configuration",
-            "validation_share"]
+            "validation_share", "training_share"]
            + [f"{protocol}/{metric}" for protocol, metrics in PROTOCOL_METRICS.items() for metric in metrics]
            + ["published_protocol", "published_metric", "published", "ours", "relative_difference", "source"])
 
@@ -46,8 +46,9 @@ def report_rows(records: list[dict]) -> list[dict]:
     (the sample's, else the data set's, `tested_users`), which the two-standard-error margins use.
     `earlier_configuration`: for a record made under a configuration its settings no longer give (a
     recipe changed since; `collect_records` keeps it until the run trains again), the fields that
-    differ ("train.valid_users"), else None. `validation_share`: the share of the run's time its
-    validations took (`validation_share`), None for records made before validations were timed.
+    differ ("train.valid_users"), else None. `validation_share` and `training_share`: the shares of
+    the run's time its validations and its training steps took (`time_share`), None for records made
+    before they were timed.
     """
     rows = []
     for record in records:
@@ -62,7 +63,8 @@ def report_rows(records: list[dict]) -> list[dict]:
                                     else None),
                 "tested_users": record.get("evaluated_users") or tested_users(record["dataset"]),
                 "earlier_configuration": "; ".join(record.get("earlier_configuration", [])) or None,
-                "validation_share": validation_share(record)}
+                "validation_share": time_share(record, "validation_seconds"),
+                "training_share": time_share(record, "training_seconds")}
         for protocol, metrics in PROTOCOL_METRICS.items():
             for metric in metrics:
                 base[f"{protocol}/{metric}"] = record["test"].get(protocol, {}).get(metric)
@@ -81,14 +83,14 @@ def report_rows(records: list[dict]) -> list[dict]:
     return rows
 
 
-def validation_share(record: dict) -> float | None:
-    """The share of `record`'s training and validation time spent validating: the sum of its curve's
-    `validation_seconds` over its `seconds`; None when a point lacks it (a record made before
-    validations were timed) or the run has no time or curve."""
+def time_share(record: dict, key: str) -> float | None:
+    """The share of `record`'s training and validation time its curve's `key` seconds add up to
+    ("validation_seconds": validating; "training_seconds": in training steps, with their input); None
+    when a point lacks it (a record made before it was timed) or the run has no time or curve."""
     curve, seconds = record.get("curve") or [], record.get("seconds") or 0.0
-    if not curve or not seconds or any("validation_seconds" not in point for point in curve):
+    if not curve or not seconds or any(key not in point for point in curve):
         return None
-    return sum(point["validation_seconds"] for point in curve) / seconds
+    return sum(point[key] for point in curve) / seconds
 
 
 def _trains_sampled_softmax(settings: list[str]) -> bool:
@@ -300,15 +302,18 @@ _RUN_METRICS = (("pop", ("HR@10", "NDCG@10", "MRR")), ("uniform", ("HR@10", "NDC
 
 
 def _runs_table(rows: list[dict]) -> list[str]:
-    """Every run of one data set's `rows` in the three protocols, one line per run; with a column of
-    the share of each run spent validating when any run timed its validations."""
-    timed = any(row["validation_share"] is not None for row in rows)
+    """Every run of one data set's `rows` in the three protocols, one line per run; with columns of the
+    shares of each run spent validating and in training steps when any run timed them."""
+    shares = [(key, label) for key, label in (("validation_share", "validating"), ("training_share", "in steps"))
+              if any(row[key] is not None for row in rows)]
+    said = {"validating": "validating the share of those minutes its validations took",
+            "in steps": "in steps the share in training steps (with their input)"}
     lines = ["Every run in the three protocols (minutes are training and validation time, samples/s the "
-             "training instances over it" + (", validating the share of those minutes its validations took, for "
-                                             "the runs that timed them" if timed else "") + "):", "",
-             "| run | steps | minutes | samples/s | " + ("validating | " if timed else "")
+             "training instances over it" + "".join(f", {said[label]}" for _, label in shares)
+             + (", for the runs that timed them" if shares else "") + "):", "",
+             "| run | steps | minutes | samples/s | " + "".join(f"{label} | " for _, label in shares)
              + "pop-100 HR@10 / NDCG@10 / MRR | uniform-100 HR@10 / NDCG@10 / MRR | full Recall@10 / NDCG@10 / MRR |",
-             "|---|---|---|---|---|---|---|" + ("---|" if timed else "")]
+             "|---|---|---|---|---|---|---|" + "---|" * len(shares)]
     seen = set()
     for row in rows:
         if row["run"] in seen:
@@ -320,7 +325,7 @@ def _runs_table(rows: list[dict]) -> list[str]:
         flag += " (sampled softmax: not the paper's loss)" if row["sampled_softmax"] else ""
         flag += f" (tested on {row['evaluated_users']} users)" if row["evaluated_users"] else ""
         flag += f" (earlier configuration: {row['earlier_configuration']})" if row["earlier_configuration"] else ""
-        share = "" if not timed else " |" if row["validation_share"] is None else f" {row['validation_share']:.0%} |"
+        share = "".join(" |" if row[key] is None else f" {row[key]:.0%} |" for key, _ in shares)
         lines.append(f"| {row['setting']}{flag} | {row['steps']} | {_minutes(row['seconds'])} | {speed} |{share} "
                      f"{triple['pop']} | {triple['uniform']} | {triple['full']} |")
     if any(row["above_pop"] is False for row in rows):

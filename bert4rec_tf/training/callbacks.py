@@ -120,7 +120,7 @@ class IntervalDriver(keras.callbacks.Callback):
         self._begin(self._steps)
 
     def _begin(self, steps: int) -> None:
-        self._steps, self._seen = steps, 0
+        self._steps, self._seen, self._began = steps, 0, time.monotonic()
         self._bar = keras.utils.Progbar(steps, unit_name="step", stateless_metrics=set()) if self.progress else None
         self.pace.interval_begin()
 
@@ -131,7 +131,7 @@ class IntervalDriver(keras.callbacks.Callback):
             self._bar.update(self._seen, list((logs or {}).items()), finalize=self._seen >= self._steps)
         if self._seen < self._steps:
             return
-        self.checkpointing.end_interval(logs)
+        self.checkpointing.end_interval(logs, training_seconds=time.monotonic() - self._began)
         self.pace.interval_end()
         self.model.reset_metrics()  # the next interval's loss is its own mean, as a new epoch's is
         steps = 0 if self.model.stop_training else self.plan.next_steps()
@@ -190,9 +190,11 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.stopped_early = patience_spent(state, patience)
         self.writer = tf.summary.create_file_writer(run.path("validation"))
 
-    def end_interval(self, logs=None):
+    def end_interval(self, logs=None, training_seconds: float | None = None):
         """After an interval's last step (`IntervalDriver`); `logs` are that step's, with the interval's
-        mean loss."""
+        mean loss; `training_seconds` the interval's time from its start to its last step's end (the
+        steps, their input and the per-step callbacks; in the first interval also the graph's tracing),
+        kept in the curve beside `validation_seconds`."""
         step = int(self.model.optimizer.iterations.numpy())
         if not all(np.isfinite(ops.convert_to_numpy(v)).all() for v in self.model.trainable_variables):
             raise TrainingDiverged(f"training diverged: the weights are not finite at step {step}; the last "
@@ -210,6 +212,8 @@ class CheckpointAndValidate(keras.callbacks.Callback):
                 point["validation_loss"] = self.validation_loss()
             # What this validation cost (metrics and loss): the curve says which share of a run it takes.
             point["validation_seconds"] = round(time.perf_counter() - began, 3)
+            if training_seconds is not None:
+                point["training_seconds"] = round(training_seconds, 3)
             score = results[SELECTION_METRIC[0]][SELECTION_METRIC[1]]
             key = f"{SELECTION_METRIC[0]}/{SELECTION_METRIC[1]}_2se"
             spread = {"valid_users": self.sample, key: two_standard_errors(score, self.sample)} if self.sample else {}

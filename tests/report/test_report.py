@@ -279,7 +279,11 @@ def test_the_report_says_which_weights_were_tested_when_runs_trained_without_val
 
 
 def test_the_share_of_a_run_spent_validating_is_the_sum_of_its_validations_times(tmp_path):
-    from bert4rec_tf.experiments.report import validation_share
+    from bert4rec_tf.experiments.report import time_share
+
+    def validation_share(record):
+        return time_share(record, "validation_seconds")
+
     timed = {**fake_record("ml-1m", "bpr-mf", {"pop": {"HR@10": 0.3}}), "seconds": 100.0,
              "curve": [{"step": 500, "validation_seconds": 3.0}, {"step": 1000, "validation_seconds": 5.0}]}
     assert validation_share(timed) == pytest.approx(0.08)
@@ -292,3 +296,19 @@ def test_the_share_of_a_run_spent_validating_is_the_sum_of_its_validations_times
     assert rows[0]["validation_share"] == pytest.approx(0.08)
     write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), [ncf], [])  # no run timed them
     assert "| ncf | 10 | 2 | 12.8 | 0.3000 / " in (tmp_path / "table2.md").read_text(encoding="utf-8")
+
+
+def test_the_share_of_a_run_in_training_steps_is_shown_beside_its_validations(tmp_path):
+    from bert4rec_tf.experiments.report import time_share
+    timed = {**fake_record("ml-1m", "bpr-mf", {"pop": {"HR@10": 0.3}}), "seconds": 100.0,
+             "curve": [{"step": 500, "validation_seconds": 3.0, "training_seconds": 40.0},
+                       {"step": 1000, "validation_seconds": 5.0, "training_seconds": 45.0}]}
+    assert time_share(timed, "training_seconds") == pytest.approx(0.85)
+    earlier = {**timed, "run": "ml-1m-ncf", "setting": "ncf", "model": "ncf",
+               "curve": [{"step": 500, "validation_seconds": 3.0}, {"step": 1000, "validation_seconds": 5.0}]}
+    rows = write_report(str(tmp_path), "table2", "table2", plan("table2", ["ml-1m"]), [timed, earlier], [])
+    report = (tmp_path / "table2.md").read_text(encoding="utf-8")
+    assert "| run | steps | minutes | samples/s | validating | in steps | pop-100" in report
+    assert "| bpr-mf | 10 | 2 | 12.8 | 8% | 85% | 0.3000 / " in report
+    assert "| ncf | 10 | 2 | 12.8 | 8% | | 0.3000 / " in report
+    assert rows[0]["training_share"] == pytest.approx(0.85) and rows[-1]["training_share"] is None

@@ -38,15 +38,17 @@ class Plan:
 
 
 class Checkpoints:
-    """Records (step, loss) at each interval's end; stops training after `stop_after` intervals."""
+    """Records (step, loss) and the seconds in steps at each interval's end; stops training after
+    `stop_after` intervals."""
 
     def __init__(self, stop_after: int | None = None):
-        self.points, self.stop_after = [], stop_after
+        self.points, self.seconds, self.stop_after = [], [], stop_after
 
     def set_model(self, model):
         self.model = model
 
-    def end_interval(self, logs=None):
+    def end_interval(self, logs=None, training_seconds=None):
+        self.seconds.append(training_seconds)
         self.points.append((int(self.model.optimizer.iterations.numpy()), float(logs["loss"])))
         if len(self.points) == self.stop_after:
             self.model.stop_training = True
@@ -67,7 +69,7 @@ def test_one_fit_in_intervals_gives_the_losses_and_weights_of_one_fit_per_interv
     np.testing.assert_allclose([loss for _, loss in checkpoints.points], [loss for _, loss in losses], rtol=1e-6)
     for mine, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
         np.testing.assert_allclose(mine, theirs, rtol=1e-6)
-    assert plan.asked == 3
+    assert plan.asked == 3 and all(seconds > 0 for seconds in checkpoints.seconds)
 
 
 def test_a_stop_at_an_interval_end_is_not_followed_by_another_interval():

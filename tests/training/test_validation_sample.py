@@ -47,7 +47,11 @@ def test_a_run_validates_on_its_sample_and_tests_every_user(tmp_path):
     assert [point["step"] for point in curve] == [10, 20]
     for point in curve:
         assert point["valid_users"] == 50 and 0 < point["validation_seconds"] < point["seconds"]
+        assert 0 < point["training_seconds"] < point["seconds"]
         assert point["pop/NDCG@10_2se"] == pytest.approx(two_standard_errors(point["pop/NDCG@10"], 50))
+    # The first interval's time in steps and its validation are within the run's time so far (to the
+    # 0.1 s `seconds` is rounded to), which also holds the start-up.
+    assert curve[0]["training_seconds"] + curve[0]["validation_seconds"] <= curve[0]["seconds"] + 0.05
     # The checkpoint is chosen on the sample.
     best = next(point for point in curve if point["step"] == results["best_step"])
     assert best["pop/NDCG@10"] == max(point["pop/NDCG@10"] for point in curve)
