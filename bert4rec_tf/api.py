@@ -184,3 +184,36 @@ def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file:
     train_and_evaluate(config, model_dir, data_dir=data_dir, source_file=source_file, eval_every=eval_every,
                        patience=patience, verbose=verbose)
     return Run.load(model_dir)
+
+
+def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | None = None, recipe: str = "cpu-30m",
+         budget: float = 3600.0, trial_budget: float = 600.0, overrides: Sequence[str] = (), seed: int | None = None,
+         storage: str | None = None, source_file: str | None = None, data_dir: str | None = None,
+         encoding: str | None = None, eval_every: int = 500) -> dict:
+    """Tunes `model` on validation in this process, as `bert4rec-tune --jobs 1` does (docs/tuning.md).
+
+    Calling it again on the same `study_dir` continues the study (a larger `budget` tunes on).
+
+    Args:
+        dataset, model, loss, recipe, overrides, seed, source_file, data_dir, encoding: as `train`;
+            `recipe` is where every trial starts, `overrides` ("key=value") are fixed for every trial.
+        study_dir: the study's folder (study.json, study.db, trials/, best.flags, figures).
+        budget: seconds of trials in total (training and validation).
+        trial_budget: each trial's time budget in seconds.
+        storage: a database URL for the trials (default: SQLite in `study_dir`).
+        eval_every: steps between a trial's validations (where the pruner may stop it).
+
+    Returns:
+        {"trials": counts by state, "spent_seconds", "best": {"number", "value", "settings"},
+        "best_flags": the flag file for `bert4rec-train --flagfile`, "figures": paths}.
+
+    Raises:
+        ValueError: for a model with nothing to tune, budgets that hold no trial, a folder holding
+            another study, or when no trial completed.
+    """
+    from bert4rec_tf.tuning.study import new_settings
+    from bert4rec_tf.tuning.study import tune as run_study
+
+    settings = new_settings(dataset, model, loss, recipe, budget, trial_budget, list(overrides), seed, eval_every,
+                            encoding=encoding)
+    return run_study(study_dir, settings, storage, data_dir, source_file, encoding)

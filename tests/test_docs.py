@@ -4,7 +4,8 @@ A command line names its tool as `run_scripts/<name>.py` or as the installed com
 `bert4rec-<name>` (dashes for underscores; `setup.cfg` maps each to the module of the same name).
 
 - Every `--flag` written after a script's name in a command line (a code block or an inline code span)
-  is a flag of that script, and so is every flag of a flag table under a heading naming the script.
+  is a flag of that script (or absl's `--flagfile`, for an absl script), and so is every flag of a
+  flag table under a heading naming the script.
 - Every flag a script defines is documented: in a command line of that script, or in a section whose
   heading names the script. Adding a flag therefore only needs its line in the script's flag table.
 - A flag table (`| flag | default | ... |`) names each default the code has as a code literal, and
@@ -89,6 +90,11 @@ def commands_in(line: str, where: str, runnable: bool) -> list[Command]:
                 found.append(Command("", [], where, False))  # words after an operator belong to no script
         elif found:
             found[-1].args.append(word)
+    for command in found:
+        # absl reads a --flagfile as it parses: the file is one an earlier command writes (a tuning
+        # study's best.flags, whose format tests/tuning checks), so such a command is not parsed here.
+        if any(argument.startswith("--flagfile") for argument in command.args):
+            command.runnable = False
     return [command for command in found if command.script]
 
 
@@ -187,7 +193,7 @@ def _probe_env() -> dict[str, str]:
 
 
 def _known(flag: str, info: dict) -> bool:
-    if flag in info["flags"] or flag in ("help", "helpfull", "helpshort"):
+    if flag in info["flags"] or flag in ("help", "helpfull", "helpshort") or (flag == "flagfile" and info.get("absl")):
         return True
     return flag.startswith("no") and flag[2:] in info["bools"]  # absl's --noFLAG for a boolean
 
@@ -381,7 +387,7 @@ def _probe_absl(script: str, added: set[str], commands: list[list[str]]) -> dict
     values.unparse_flags()
     info = {"flags": {name: _text(values[name].default) for name in sorted(own)},
             "bools": sorted(name for name in own if isinstance(values[name], flags.BooleanFlag)),
-            "errors": errors}
+            "errors": errors, "absl": True}
     for name in added:  # the next script defines its own
         delattr(values, name)
     return info

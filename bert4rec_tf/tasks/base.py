@@ -14,7 +14,8 @@ model or a kind of training data. A Task owns:
 - which features of a training batch run along the sequence, and on which side they are padded
   (`sequence_features`, `padded_left`), for padding-aware batches;
 - the features of its validation loss (`loss_features`);
-- what its attention heat maps show at the last position (`attention_last_label`; None: none).
+- what its attention heat maps show at the last position (`attention_last_label`; None: none);
+- the settings its tuning varies (`space`, `search_space`).
 
 This module and every task module import TensorFlow, Keras and the models only inside methods, so
 that the presets (and the commands' `--help`) answer without loading TensorFlow.
@@ -27,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from bert4rec_tf.config import DataConfig, ExperimentConfig, ModelConfig, RunConfig
+from bert4rec_tf.tuning.space import SearchSpace
 
 # preset name -> scope ("*": every data set, or a data set's name) -> {config key: value}
 Presets = dict[str, dict[str, dict[str, Any]]]
@@ -57,6 +59,13 @@ class Task:
     sequence_features: tuple[str, ...] = ()
     padded_left: bool = False
     attention_last_label: str | None = None
+    # What tuning varies (`bert4rec_tf.tuning`): config key -> `Choice`, `Float`, `Int` or `Derived`
+    # (`bert4rec_tf.tuning.space`); empty: nothing to tune.
+    space: SearchSpace = {}
+
+    def search_space(self, model: str) -> SearchSpace:
+        """The search space of the `--model` preset `model` (by default the family's `space`)."""
+        return dict(self.space)
 
     @property
     def losses(self) -> tuple[str, ...]:

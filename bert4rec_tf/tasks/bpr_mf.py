@@ -26,6 +26,7 @@ import numpy as np
 from bert4rec_tf.config import (DataConfig, EmbeddingPart, ExperimentConfig, L2Part, NegativesPart, TrainConfig,
                                 TrainedModelConfig)
 from bert4rec_tf.tasks.base import Task, history_features
+from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, PAPER_L2, Choice
 
 
 @dataclasses.dataclass
@@ -45,6 +46,12 @@ class FactorConfig(EmbeddingPart, NegativesPart, L2Part, TrainedModelConfig):
 # rate is the shared recipes' 3e-3, which learned faster than 1e-3 for BPR-MF and FPMC on Beauty's
 # validation (lab_notebook/experiments.md has the trials).
 INTERACTION_CPU_RECIPES = {"ml-1m": {"batch_size": 256}, "beauty": {"batch_size": 1024}}
+
+# What tuning varies for the factor families (BPR-MF, FPMC): the paper's grids of d and L2, the
+# negatives per positive, the rate and the batch (which sets the steps a budget holds).
+FACTOR_SPACE = {"hidden_size": Choice(PAPER_HIDDEN_SIZES), "l2": Choice(PAPER_L2),
+                "train_negatives": Choice((1, 2, 4, 8)), "learning_rate": LEARNING_RATE,
+                "batch_size": Choice((256, 1024))}
 
 
 def bpr_preset(name: str) -> dict:
@@ -100,6 +107,7 @@ class BPRMFTask(InteractionTask):
     presets = bpr_preset("bpr_mf")
     cpu_recipes = {"bpr_mf": INTERACTION_CPU_RECIPES}
     model_config = FactorConfig
+    space = FACTOR_SPACE
 
     def model_class(self):
         from bert4rec_tf.models.bpr_mf import BPRMF

@@ -19,6 +19,7 @@ from bert4rec_tf.config import (PRESETS, EmbeddingPart, ExperimentConfig, L2Part
                                 TrainedModelConfig, WindowData)
 from bert4rec_tf.config.sections import check_at_least_one, check_dropout, require
 from bert4rec_tf.tasks.base import Task, history_features
+from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_DROPOUT, PAPER_HIDDEN_SIZES, Choice, Int
 
 
 @dataclasses.dataclass
@@ -75,6 +76,11 @@ class CaserTask(Task):
     data_config = WindowData
     model_config = CaserConfig
     train_config = TrainConfig
+    # Caser's own L (1 to 9 in its paper's Figure 4) and T (1 to 3 there), the BERT4Rec paper's d and
+    # dropout grids, its L2 around the preset's 1e-6, the negatives per target and the rate.
+    space = {"max_len": Int(2, 9), "next_targets": Int(1, 5), "hidden_size": Choice(PAPER_HIDDEN_SIZES),
+             "hidden_dropout": Choice(PAPER_DROPOUT), "l2": Choice((1e-6, 1e-5, 1e-4, 1e-3)),
+             "train_negatives": Choice((1, 3, 5)), "learning_rate": LEARNING_RATE}
 
     def model_class(self):
         from bert4rec_tf.models.caser import Caser

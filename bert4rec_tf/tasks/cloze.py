@@ -15,6 +15,7 @@ from typing import ClassVar
 from bert4rec_tf.config import (PRESETS, ExperimentConfig, MaskedData, MaskedTraining, SampledSoftmaxPart,
                                 TrainedModelConfig, TransformerPart)
 from bert4rec_tf.tasks.base import Task, history_features
+from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, SearchSpace
 
 
 @dataclasses.dataclass
@@ -44,6 +45,23 @@ class ClozeTask(Task):
     cpu_recipes = {"bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS}}
     sequence_features = ("input_ids", "input_mask")
     attention_last_label = "[mask]"
+    # The paper's mask proportions rho (Figure 4) with the masked slots they need, its d grid with the
+    # feed-forward 4d, the hidden dropout and the rate.
+    space = {"masked_lm_prob": Choice((0.1, 0.2, 0.4, 0.6, 0.8)),
+             "max_predictions_per_seq": Derived(
+                 lambda sampled, config: max(1, round(sampled["masked_lm_prob"] * config.data.max_len)),
+                 "rho x max_len"),
+             "hidden_size": Choice(PAPER_HIDDEN_SIZES),
+             "intermediate_size": Derived(lambda sampled, config: 4 * sampled["hidden_size"], "4d"),
+             "hidden_dropout": Choice((0.0, 0.1, 0.2, 0.3, 0.4, 0.5)), "learning_rate": LEARNING_RATE}
+
+    def search_space(self, model: str) -> SearchSpace:
+        """BERT4Rec (1 mask) keeps its one masked slot: rho is not searched."""
+        space = dict(self.space)
+        if model == "bert4rec_1mask":
+            for key in ("masked_lm_prob", "max_predictions_per_seq"):
+                space.pop(key)
+        return space
 
     def validate(self, config: ExperimentConfig) -> None:
         if not (config.data.static_instances or config.train.dynamic_masking):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, FactorConfig, InteractionTask, bpr_preset
+from bert4rec_tf.tasks.bpr_mf import FACTOR_SPACE, INTERACTION_CPU_RECIPES, FactorConfig, InteractionTask, bpr_preset
 
 
 @dataclasses.dataclass
@@ -30,6 +30,7 @@ class FPMCTask(InteractionTask):
     presets = bpr_preset("fpmc")
     cpu_recipes = {"fpmc": INTERACTION_CPU_RECIPES}
     model_config = FPMCConfig
+    space = FACTOR_SPACE
     sequential = True
 
     def model_class(self):

@@ -28,6 +28,7 @@ import numpy as np
 from bert4rec_tf.config import EmbeddingPart, ExperimentConfig, NegativesPart, TrainedModelConfig
 from bert4rec_tf.config.sections import check_at_least_one, check_dropout, check_nonnegative
 from bert4rec_tf.tasks.next_item import NextItemWindowsTask
+from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_DROPOUT, PAPER_HIDDEN_SIZES, Choice, Float
 
 
 @dataclasses.dataclass
@@ -101,6 +102,10 @@ class GRU4RecTask(NextItemWindowsTask):
     }}
     cpu_recipes = {"gru4rec": _CPU_GRU4REC}
     model_config = GRU4RecConfig
+    # The BERT4Rec paper's d and dropout grids, the rate and the batch (whose other targets are the
+    # negatives of "top1" and "bpr").
+    space = {"hidden_size": Choice(PAPER_HIDDEN_SIZES), "hidden_dropout": Choice(PAPER_DROPOUT),
+             "learning_rate": LEARNING_RATE, "batch_size": Choice((32, 64, 128, 256))}
 
     def validate(self, config: ExperimentConfig) -> None:
         """Also: the in-batch negatives need two rows a batch."""
@@ -133,6 +138,9 @@ class GRU4RecPlusTask(GRU4RecTask):
     }}
     cpu_recipes = {"gru4rec_plus": _CPU_GRU4REC_PLUS}
     model_config = GRU4RecPlusConfig
+    # GRU4Rec's, and the shared negatives: how many, their popularity exponent, the BPR-max penalty.
+    space = {**GRU4RecTask.space, "train_negatives": Choice((512, 1024, 2048)), "negative_alpha": Float(0.0, 1.0),
+             "bpr_max_reg": Choice((0.5, 1.0, 2.0))}
 
     def training_stream(self, config: ExperimentConfig, prepared, train: list[np.ndarray]) -> Callable:
         """GRU4Rec's stream, each batch with `shared_negatives` int32 [batch, train_negatives]: the

@@ -23,6 +23,7 @@ from typing import ClassVar
 from bert4rec_tf.config import EmbeddingPart, L2Part, NegativesPart, TrainedModelConfig
 from bert4rec_tf.config.sections import check_at_least_one
 from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, InteractionTask
+from bert4rec_tf.tuning.space import LEARNING_RATE, Choice, Int
 
 
 @dataclasses.dataclass
@@ -56,6 +57,11 @@ class NCFTask(InteractionTask):
                            "beauty": {**INTERACTION_CPU_RECIPES["beauty"], "hidden_size": 16, "num_layers": 1,
                                       "l2": 0.01}}}
     model_config = NCFConfig
+    # The NCF paper's predictive factors {8, 16, 32, 64} and up to its three MLP layers; the negatives
+    # per positive (its Figure 6 tried 1 to 10), L2, the rate and the batch.
+    space = {"hidden_size": Choice((8, 16, 32, 64)), "num_layers": Int(1, 3),
+             "l2": Choice((0.0, 1e-4, 1e-3, 1e-2)), "train_negatives": Choice((1, 2, 4, 8)),
+             "learning_rate": LEARNING_RATE, "batch_size": Choice((256, 1024))}
     # Ranking every item at each validation would cost more than the training between them (above);
     # validation scores the pop-100 candidates only (`NCF.score_items`), the test ranks every item.
     full_ranking_validation = False

@@ -17,6 +17,7 @@ import numpy as np
 from bert4rec_tf.config import (ExperimentConfig, SampledSoftmaxPart, SlidingWindowData, TrainConfig,
                                 TrainedModelConfig, TransformerPart)
 from bert4rec_tf.tasks.base import Task, history_features
+from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, Int
 
 
 @dataclasses.dataclass
@@ -88,6 +89,13 @@ class NextItemTask(NextItemWindowsTask):
         "ml-1m": {"max_len": 200, "hidden_dropout": 0.2, "attention_dropout": 0.2},
     }}
     model_config = SASRecConfig
+    # d (one head, a feed-forward of width d as the SASRec code), its layers, one dropout for the
+    # hidden states and attention as the presets, and the rate.
+    space = {"hidden_size": Choice(PAPER_HIDDEN_SIZES),
+             "intermediate_size": Derived(lambda sampled, config: sampled["hidden_size"], "d"),
+             "num_layers": Int(1, 3), "hidden_dropout": Choice((0.0, 0.1, 0.2, 0.3, 0.4, 0.5)),
+             "attention_dropout": Derived(lambda sampled, config: sampled["hidden_dropout"], "hidden_dropout"),
+             "learning_rate": LEARNING_RATE}
     sequence_features = ("input_ids", "positive_ids", "negative_ids")
     attention_last_label = "newest item"
 

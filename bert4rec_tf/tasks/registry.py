@@ -22,8 +22,8 @@ def register_task(task: Task) -> Task:
     """Adds `task` to the registry, by its `name`, with its presets and its sections.
 
     Raises:
-        ValueError: when the name or one of its preset names is taken, or a preset or recipe of the
-            family sets a key its sections do not have.
+        ValueError: when the name or one of its preset names is taken, or a preset, recipe or search
+            space of the family names a key its sections do not have.
     """
     if not task.name or task.name in TASKS:
         raise ValueError(f"a task needs a new name, got {task.name!r} (registered: {', '.join(TASKS)})")
@@ -38,6 +38,10 @@ def register_task(task: Task) -> Task:
             if unknown:
                 raise ValueError(f"{what} {name!r} of task {task.name!r} sets {', '.join(unknown)}, which "
                                  f"{task.name} does not have; its settings: {', '.join(schema.keys())}")
+    from bert4rec_tf.tuning.space import check_space
+
+    for name in task.presets:
+        check_space(task.search_space(name), schema)
     TASKS[task.name] = task
     return task
 

@@ -6,6 +6,7 @@ import math
 import os
 import sys
 import time
+from typing import Callable
 
 import keras
 import numpy as np
@@ -170,13 +171,18 @@ class CheckpointAndValidate(keras.callbacks.Callback):
             (`train.valid_users`, `train.eval_users`): two standard errors of the selection metric
             over them (`two_standard_errors`) are logged beside it ("<protocol>/<metric>_2se") and
             kept in the curve with the sample's size; None: every user.
+        on_validation: called with each validation's curve point once its checkpoint is committed;
+            True stops training there (a tuner's pruned trial: `bert4rec_tf.tuning`). None: never.
     """
 
     def __init__(self, run: RunFolder, validate, patience: int | None, state: dict, batch_size: int,
                  attention_histories: np.ndarray | None = None, attention_last_label: str | None = None, clock=None,
-                 validation_loss=None, sample: int | None = None):
+                 validation_loss=None, sample: int | None = None,
+                 on_validation: Callable[[dict], bool] | None = None):
         super().__init__()
         self.sample = sample
+        self.on_validation = on_validation
+        self.halted = False  # stopped by `on_validation`
         self.validation_loss = validation_loss
         self._bare_heat_maps = False
         self.clock = clock
@@ -251,6 +257,9 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         self.state.update(state)
         if self.validate is not None:
             write_json_atomic(self.run.path("validation.json"), state["curve"])  # a copy of the curve, for readers
+            if self.on_validation is not None and self.on_validation(state["curve"][-1]):
+                self.model.stop_training = True
+                self.halted = True
 
     def _log_attention(self, step: int) -> None:
         if self.attention_histories is None:

@@ -22,6 +22,7 @@ import shutil
 import sys
 import time
 import zipfile
+from typing import Callable
 
 import keras
 import numpy as np
@@ -102,7 +103,8 @@ def load_resume_point(model: keras.Model, run: RunFolder, state: dict) -> None:
 
 def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str | None = None,
                        source_file: str | None = None, strategy: str = "default", eval_every: int = 1000,
-                       patience: int | None = None, verbose: int = 1) -> dict:
+                       patience: int | None = None, verbose: int = 1,
+                       on_validation: Callable[[dict], bool] | None = None, test: bool = True) -> dict | None:
     """Runs the main job for the model `config.model.name` and returns the test metrics
     {protocol: {metric: value}}.
 
@@ -114,6 +116,10 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     decays to 0 there (see `budget_plan`); a resumed run continues the same budget.
     A model with nothing to train (POP) takes its statistics from the training data and is evaluated
     and exported at once.
+
+    A tuner's trial (`bert4rec_tf.tuning`) passes `on_validation`, called with each validation's curve
+    point after its checkpoint is committed (True stops training there), and `test=False`: the run
+    trains and validates only, and None is returned (no test, no model.keras, no export).
 
     Raises:
         ValueError: for a folder holding another run, damaged run files, or `TrainingDiverged`.
@@ -130,26 +136,28 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         scratch = worker_folder(model_dir)
         try:
             return train_and_evaluate_in(config, scratch, distribution, data_dir, source_file, eval_every,
-                                         patience, verbose=0)
+                                         patience, 0, on_validation, test)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return train_and_evaluate_in(config, model_dir, distribution, data_dir, source_file, eval_every, patience,
-                                 verbose)
+                                 verbose, on_validation, test)
 
 
 def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution: tf.distribute.Strategy,
                           data_dir: str | None, source_file: str | None, eval_every: int, patience: int | None,
-                          verbose: int) -> dict:
+                          verbose: int, on_validation: Callable[[dict], bool] | None = None,
+                          test: bool = True) -> dict | None:
     """`train_and_evaluate` in `model_dir` under `distribution` (already made)."""
     run = RunFolder(model_dir)
     with run.lock():
         return _train_and_evaluate_locked(run, config, distribution, data_dir, source_file, eval_every, patience,
-                                          verbose)
+                                          verbose, on_validation, test)
 
 
 def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distribution: tf.distribute.Strategy,
                                data_dir: str | None, source_file: str | None, eval_every: int, patience: int | None,
-                               verbose: int) -> dict:
+                               verbose: int, on_validation: Callable[[dict], bool] | None,
+                               test: bool) -> dict | None:
     """`train_and_evaluate_in`, holding the run folder's lock."""
     state = run.load_state()  # a damaged folder is named before the data is prepared
     run.tidy(state)
@@ -186,7 +194,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
 
         checkpointing = CheckpointAndValidate(run, validate, patience, state, config.train.batch_size,
                                               validation_histories, task.attention_last_label, clock,
-                                              validation_loss, sample)
+                                              validation_loss, sample, on_validation)
         pace = PaceMeter()
         spent = state.get("budget_spent", False)
         plan = IntervalPlan(state, config.train, eval_every, pace, clock, trainee.schedule.set_total_steps,
@@ -206,6 +214,8 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
                       shuffle=False)
         if state.get("budget_spent", False) != spent:
             run.commit(state)  # the deadline passed after the last checkpoint
+    if not test:
+        return None
 
     if validate is not None and state["best_weights"]:
         load_checkpoint(model, run.checkpoint(state["best_weights"]))

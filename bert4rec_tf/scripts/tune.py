@@ -1,0 +1,118 @@
+"""Tunes a model on validation: a study of time-budgeted trials, stopped early on their curves.
+
+    bert4rec-tune --dataset ml-1m --model bpr_mf --budget 1h --trial_budget 10m --jobs 2
+    bert4rec-train --flagfile studies/ml-1m-bpr_mf-default/best.flags
+
+Each trial trains the recipe (--recipe, default cpu-30m) with the settings the sampler draws from
+the model's search space (docs/tuning.md lists them) and --trial_budget as its time budget; the
+pruner stops the trials whose validation falls behind. --budget is the trials' time in total (one core
+each), so --jobs 2 spends it in half the wall time. The study lives in --study_dir (its trials in
+study.db, SQLite, or a database given by --storage, which several machines can share). Killing the
+command and running it again continues the study; a larger --budget tunes on. At the end
+best.flags holds the chosen configuration, which `bert4rec-train --flagfile` trains and tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from absl import flags
+
+from bert4rec_tf import cli
+from bert4rec_tf.config import RECIPES
+from bert4rec_tf.constants import SELECTION_METRIC
+from bert4rec_tf.tasks import TASKS
+
+cli.define_data_flags()
+flags.DEFINE_enum("loss", None, list(dict.fromkeys(loss for task in TASKS.values() for loss in task.losses)),
+                  "The loss tuned (default: the model's own); one study per loss.")
+flags.DEFINE_enum("recipe", "cpu-30m", list(RECIPES), "The recipe every trial starts from, before the sampled "
+                  "settings; its time budget is replaced by --trial_budget.")
+flags.DEFINE_string("budget", "1h", "The study's budget: its trials' training and validation time in total "
+                    "(one core each), e.g. 1h, 90m.")
+flags.DEFINE_string("trial_budget", "10m", "Each trial's time budget (its learning rate decays to 0 there).")
+flags.DEFINE_string("study_dir", None, "The study's folder (default: studies/<dataset>-<model>-<loss>).")
+flags.DEFINE_string("storage", None, "A database URL for the trials (e.g. postgresql://host/db), shared by "
+                    "several machines; default: SQLite in --study_dir.")
+flags.DEFINE_integer("jobs", 1, "Trials at once, each in its own process on its own core.")
+flags.DEFINE_integer("eval_every", 500, "Steps between a trial's validations (where the pruner may stop it).")
+flags.DEFINE_string("min_resource", None, "The pruner's first rung (default: a ninth of --trial_budget).")
+flags.DEFINE_integer("worker", None, "Internal: run as worker N of --jobs (pinned to core N).")
+FLAGS = flags.FLAGS
+
+
+def _settings():
+    from bert4rec_tf.tuning.study import new_settings
+
+    min_resource = cli.parse_duration(FLAGS.min_resource, "--min_resource") if FLAGS.min_resource else None
+    return new_settings(FLAGS.dataset, FLAGS.model, FLAGS.loss, FLAGS.recipe,
+                        cli.parse_duration(FLAGS.budget, "--budget"),
+                        cli.parse_duration(FLAGS.trial_budget, "--trial_budget"), FLAGS.config, FLAGS.seed,
+                        FLAGS.eval_every, min_resource, FLAGS.encoding)
+
+
+def _run() -> None:
+    from bert4rec_tf.tuning import study as tuning
+
+    if FLAGS.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {FLAGS.jobs}")
+    settings = _settings()
+    study_dir = FLAGS.study_dir or os.path.join("studies", settings.name)
+    if FLAGS.worker is not None:
+        _pin(FLAGS.worker)
+        tuning.run_worker(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
+                          FLAGS.worker)
+        return
+    print(f"study {settings.name} in {study_dir}: {cli.format_duration(settings.budget)} of trials of "
+          f"{cli.format_duration(settings.trial_budget)} each, {FLAGS.jobs} at once; searching "
+          + ", ".join(f"{key} {text}" for key, text in settings.space.items()), flush=True)
+    done = tuning.tune(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
+                       workers=None if FLAGS.jobs == 1 else lambda: _run_workers(study_dir))
+    counts = ", ".join(f"{count} {state}" for state, count in done["trials"].items())
+    best = done["best"]
+    print(f"trials: {counts}; {cli.format_duration(done['spent_seconds'])} of trials spent")
+    print(f"best: trial {best['number']}, validation {'/'.join(SELECTION_METRIC)} {best['value']:.4f} with "
+          + ", ".join(f"{key}={value}" for key, value in best["settings"].items()))
+    print(f"figures: {', '.join(done['figures'])}")
+    print(f"train and test it: bert4rec-train --flagfile {done['best_flags']} --model_dir runs/{settings.name}-tuned")
+
+
+def _pin(worker: int) -> None:
+    """Keeps this process on one core (and ends it with its parent, on Linux)."""
+    if hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[worker % len(cores)]})
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _run_workers(study_dir: str) -> None:
+    """Runs --jobs copies of this command as workers and waits for them."""
+    arguments = [argument for argument in sys.argv[1:] if not argument.startswith(("--worker", "--jobs", "--study_dir"))]
+    arguments.append(f"--study_dir={study_dir}")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # where bert4rec_tf is
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    workers = [subprocess.Popen([sys.executable, "-m", "bert4rec_tf.scripts.tune", *arguments, f"--worker={number}"],
+                                env=environment) for number in range(FLAGS.jobs)]
+    try:
+        codes = [worker.wait() for worker in workers]
+    except KeyboardInterrupt:
+        for worker in workers:
+            worker.kill()
+        raise
+    if any(codes):
+        raise ValueError(f"a tuning worker failed (exit statuses {codes}); run the same command again to continue")
+
+
+def main() -> None:
+    """The `bert4rec-tune` command (also `python run_scripts/tune.py` in a checkout)."""
+    cli.run_absl_command(_run, __name__)
+
+
+if __name__ == "__main__":
+    main()

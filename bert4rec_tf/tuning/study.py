@@ -1,0 +1,344 @@
+"""A tuning study: Optuna's sampler and pruner over run folders, its trials in a database.
+
+    study folder/
+        study.json          what the study is: data set, model, loss, recipe, budgets, the space
+        study.db            the trials (SQLite; or a database URL given as `storage`)
+        trials/<number>/    each trial's run folder (`bert4rec-train`'s, without test or export)
+        best.flags          the chosen configuration, a flag file for `bert4rec-train --flagfile`
+
+Each trial is an ordinary time-budgeted run (`train.time_budget` = the trial budget, so its learning
+rate decays to 0 there, as a recipe's does) in its own folder, trained with the settings the sampler
+chose. After each validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at
+its seconds of training and validation so far, and the successive-halving pruner may stop it
+there: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds). The test is never
+read: the study chooses on validation only.
+
+What survives a kill: Optuna's database storage with heartbeats. A trial whose process died stops
+beating; once its heartbeat is older than `GRACE_SECONDS` Optuna marks it failed and queues a copy of
+it (`RetryHeartbeatStaleTrialCallback`), which trains on in the same run folder from its last
+checkpoint (the folder is named by the original trial's number). A finished trial's value is in the
+database before its process moves on, so it is never trained or counted again.
+
+The budget is the sum of the trials' training and validation seconds (one core each), counted once
+per run folder, so that a resumed trial's time is not counted twice. No trial starts once it is
+reached; those running finish (so a study overruns by up to a trial).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import socket
+import time
+from typing import Any, Sequence
+
+from bert4rec_tf import cli
+from bert4rec_tf.constants import SELECTION_METRIC
+from bert4rec_tf.files import read_json, write_json_atomic
+from bert4rec_tf.tasks import task_of_preset
+from bert4rec_tf.tuning.space import check_space, suggest
+from bert4rec_tf.tuning.trials import original_number, spent_seconds
+
+# Heartbeats of running trials, and how old one may be before its trial counts as dead.
+HEARTBEAT_SECONDS = 5
+GRACE_SECONDS = 20
+# A study stops when this many trials in a row fail (settings the family refuses, divergence).
+MAX_FAILURES_IN_A_ROW = 3
+STUDY_FILE = "study.json"
+BEST_FLAGS = "best.flags"
+# The fields of study.json that bind a study folder: the same command must give the same values.
+BINDING = ("dataset", "model", "loss", "recipe", "trial_budget", "overrides", "seed", "eval_every", "space")
+
+
+@dataclasses.dataclass
+class StudySettings:
+    """What a study tunes and how (study.json).
+
+    Attributes:
+        dataset, model, loss: what is tuned (`loss` None: the model's default loss).
+        recipe: the recipe each trial starts from (its settings, then the sampled ones).
+        budget: seconds of trials (training and validation, one core each) the study spends.
+        trial_budget: each trial's time budget in seconds (the largest fidelity).
+        overrides: settings fixed for every trial ("key=value"), over the recipe, under the sampled ones.
+        seed: every trial's data seed (None: the preset's); the sampler is seeded from it too.
+        eval_every: steps between a trial's validations (its reports to the pruner).
+        min_resource: the first rung of the pruner, in seconds (default: a ninth of the trial budget).
+    """
+
+    dataset: str
+    model: str
+    loss: str | None
+    recipe: str
+    budget: float
+    trial_budget: float
+    overrides: list[str]
+    seed: int | None
+    eval_every: int
+    min_resource: float | None = None
+    space: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset}-{self.model}-{self.loss or 'default'}"
+
+
+def _optuna():
+    """Optuna, with its warnings that the heartbeat and retry features are experimental silenced
+    (they are what makes a study survive a kill; the tests pin their behaviour)."""
+    import warnings
+
+    import optuna
+
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna
+
+
+def study_storage(study_dir: str, storage: str | None):
+    """Optuna's RDB storage: `storage` (a database URL), else SQLite in `study_dir`, with heartbeats
+    and the retry of a dead trial."""
+    optuna = _optuna()
+
+    url = storage or f"sqlite:///{os.path.abspath(os.path.join(study_dir, 'study.db'))}"
+    return optuna.storages.RDBStorage(
+        url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
+        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
+            inherit_intermediate_values=True))
+
+
+def bind(study_dir: str, settings: StudySettings) -> StudySettings:
+    """Writes study.json for a new study folder, or checks that an existing one is this study (its
+    recorded budget may be raised: a larger `budget` tunes on).
+
+    Raises:
+        ValueError: one line naming the first binding field that differs.
+    """
+    path = os.path.join(study_dir, STUDY_FILE)
+    if os.path.isfile(path):
+        recorded = read_json(path, "study settings")
+        for key in BINDING:
+            if recorded.get(key) != dataclasses.asdict(settings)[key]:
+                raise ValueError(f"{study_dir} holds another study: its {key} is {recorded.get(key)!r}, this command's "
+                                 f"{dataclasses.asdict(settings)[key]!r}; use another --study_dir")
+    os.makedirs(study_dir, exist_ok=True)
+    write_json_atomic(path, dataclasses.asdict(settings))
+    return settings
+
+
+def trial_folder(study_dir: str, trial) -> str:
+    """The run folder of `trial`: named by its original trial's number when it is a retry."""
+    frozen = next(item for item in trial.study.get_trials(deepcopy=False) if item.number == trial.number)
+    return os.path.join(study_dir, "trials", f"{original_number(frozen):04d}")
+
+
+def base_overrides(settings: StudySettings) -> list[str]:
+    """Every trial's overrides before the sampled ones: the study's, the loss, the trial budget."""
+    return [*settings.overrides, *([f"loss={settings.loss}"] if settings.loss else []),
+            f"time_budget={settings.trial_budget}"]
+
+
+def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None, source_file: str | None,
+                   encoding: str | None):
+    """The objective of Optuna's `optimize`: one trial trained in its run folder; its value is the best
+    validation score (`SELECTION_METRIC`), or `TrialPruned` when the pruner stopped it."""
+    import keras
+    optuna = _optuna()
+
+    from bert4rec_tf.training.run_folder import RunFolder
+    from bert4rec_tf.training.trainer import train_and_evaluate
+
+    task = task_of_preset(settings.model)
+    space = task.search_space(settings.model)
+
+    def objective(trial) -> float:
+        fixed = base_overrides(settings)
+        before = cli.experiment_config(settings.dataset, fixed, settings.seed, settings.model, settings.recipe,
+                                       encoding)
+        sampled = suggest(space, trial, before)
+        config = cli.experiment_config(settings.dataset, fixed + [f"{key}={value}" for key, value in sampled.items()],
+                                       settings.seed, settings.model, settings.recipe, encoding)
+        folder = trial_folder(study_dir, trial)
+        trial.set_user_attr("folder", os.path.relpath(folder, study_dir))
+        trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
+        trial.set_user_attr("settings", {key: _plain(value) for key, value in sampled.items()})
+        best = {"value": -math.inf}
+
+        def on_validation(point: dict) -> bool:
+            score = point.get("/".join(SELECTION_METRIC))
+            if score is not None and math.isfinite(score):
+                best["value"] = max(best["value"], score)
+            trial.set_user_attr("seconds", float(point.get("seconds", 0.0)))
+            if math.isfinite(best["value"]):
+                trial.report(best["value"], step=int(point.get("seconds", 0.0)))
+            return trial.should_prune()
+
+        keras.backend.clear_session()
+        try:
+            train_and_evaluate(config, folder, data_dir, source_file, eval_every=settings.eval_every, verbose=0,
+                               on_validation=on_validation, test=False)
+        except ValueError as error:  # divergence, a setting the family refuses: the trial fails, the study goes on
+            trial.set_user_attr("error", str(error).splitlines()[0][:300])
+            raise
+        state = RunFolder(folder).load_state()
+        trial.set_user_attr("seconds", float(state["seconds"]))
+        trial.set_user_attr("steps", int(state["step"]))
+        finished = state.get("budget_spent") or state["step"] >= config.train.train_steps
+        if not finished:
+            raise optuna.TrialPruned(f"stopped at {state['seconds']:.0f} s on its validation curve")
+        if state["best"] is None:
+            raise ValueError(f"trial {trial.number} validated no checkpoint")
+        return float(state["best"])
+
+    return objective
+
+
+def _plain(value: Any) -> Any:
+    """A sampled value as JSON keeps it (NumPy scalars to Python's)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def open_study(study_dir: str, settings: StudySettings, storage: str | None, worker: int = 0):
+    """The Optuna study of `settings` in its storage (created on first use), with its sampler (TPE,
+    seeded per worker, a constant liar for trials running in parallel) and its pruner (successive
+    halving over seconds)."""
+    optuna = _optuna()
+
+    seed = (settings.seed or 0) * 1000 + worker
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True)
+    min_resource = settings.min_resource or max(1.0, settings.trial_budget / 9)
+    pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=int(min_resource), reduction_factor=3)
+    return optuna.create_study(study_name=settings.name, storage=study_storage(study_dir, storage), sampler=sampler,
+                               pruner=pruner, direction="maximize", load_if_exists=True)
+
+
+def run_worker(study_dir: str, settings: StudySettings, storage: str | None, data_dir: str | None,
+               source_file: str | None, encoding: str | None, worker: int = 0) -> None:
+    """Runs trials of the study until its budget is spent, then waits for the trials other processes
+    run (a dead one is failed after `GRACE_SECONDS` and its retry run here)."""
+    optuna = _optuna()
+
+    study = open_study(study_dir, settings, storage, worker)
+    objective = make_objective(study_dir, settings, data_dir, source_file, encoding)
+    states = optuna.trial.TrialState
+    failures = 0
+    while True:
+        optuna.storages.fail_stale_trials(study)
+        trials = study.get_trials(deepcopy=False)
+        waiting = any(trial.state == states.WAITING for trial in trials)
+        if waiting or spent_seconds(trials) < settings.budget:
+            study.optimize(objective, n_trials=1, catch=(ValueError,), gc_after_trial=True)
+            last = max(study.get_trials(deepcopy=False), key=lambda trial: trial.number)
+            failures = failures + 1 if last.state == states.FAIL else 0
+            if failures >= MAX_FAILURES_IN_A_ROW:
+                raise ValueError(f"{failures} trials in a row failed (the last: {last.user_attrs.get('error', '?')}); "
+                                 f"see {study_dir}/trials")
+            continue
+        if not any(trial.state == states.RUNNING for trial in trials):
+            return
+        time.sleep(HEARTBEAT_SECONDS)
+
+
+def best_trial(study):
+    """The completed trial of the highest value, or None."""
+    optuna = _optuna()
+
+    completed = [trial for trial in study.get_trials(deepcopy=False) if trial.state == optuna.trial.TrialState.COMPLETE]
+    return max(completed, key=lambda trial: trial.value) if completed else None
+
+
+def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
+    """The flag file of the chosen configuration: `bert4rec-train --flagfile best.flags` trains it
+    (its recipe's own time budget; a flag after the flag file overrides it)."""
+    lines = [f"# bert4rec-tune {settings.name}: trial {trial.number} of {len(trials)}, best validation "
+             f"{'/'.join(SELECTION_METRIC)} {trial.value:.4f} at a {cli.format_duration(settings.trial_budget)} budget",
+             f"--dataset={settings.dataset}", f"--model={settings.model}", f"--recipe={settings.recipe}"]
+    if settings.loss:
+        lines.append(f"--loss={settings.loss}")
+    lines += [f"--config={override}" for override in settings.overrides]
+    lines += [f"--config={key}={value}" for key, value in trial.user_attrs["settings"].items()]
+    if settings.seed is not None:
+        lines.append(f"--seed={settings.seed}")
+    return "\n".join(lines) + "\n"
+
+
+def summary(study) -> dict:
+    """Counts of the study's trials by state, and the best trial's number, value and settings."""
+    optuna = _optuna()
+
+    trials = study.get_trials(deepcopy=False)
+    counts = {state.name.lower(): sum(trial.state == state for trial in trials) for state in optuna.trial.TrialState}
+    best = best_trial(study)
+    return {"trials": {key: value for key, value in counts.items() if value}, "spent_seconds": spent_seconds(trials),
+            **({} if best is None else {"best": {"number": best.number, "value": best.value,
+                                                 "settings": best.user_attrs.get("settings", {})}})}
+
+
+def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget: float, trial_budget: float,
+                 overrides: Sequence[str] = (), seed: int | None = None, eval_every: int = 500,
+                 min_resource: float | None = None, encoding: str | None = None) -> StudySettings:
+    """The settings of a study, checked: the model, loss, recipe and overrides as `bert4rec-train`
+    takes them, a search space with keys the family has, budgets that hold a trial.
+
+    Raises:
+        ValueError: one line naming what is wrong.
+    """
+    task = task_of_preset(model)
+    space = task.search_space(model)
+    if not space:
+        raise ValueError(f"{model} has nothing to tune (its search space is empty)")
+    if trial_budget <= 0 or budget < trial_budget:
+        raise ValueError(f"--budget ({cli.format_duration(budget)}) must hold at least one --trial_budget "
+                         f"({cli.format_duration(trial_budget)})")
+    settings = StudySettings(dataset, model, loss, recipe, float(budget), float(trial_budget), list(overrides),
+                             seed, eval_every, min_resource, {key: param.describe() for key, param in space.items()})
+    config = cli.experiment_config(dataset, base_overrides(settings), seed, model, recipe, encoding)
+    check_space(space, config)
+    return settings
+
+
+def write_best(study_dir: str, settings: StudySettings, study) -> str | None:
+    """Writes best.flags (complete or absent) for the best completed trial; returns its path, or None."""
+    from bert4rec_tf.files import atomic_path
+
+    trial = best_trial(study)
+    if trial is None:
+        return None
+    path = os.path.join(study_dir, BEST_FLAGS)
+    with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(best_flags(settings, trial, study.get_trials(deepcopy=False)))
+    write_json_atomic(os.path.join(study_dir, "summary.json"), summary(study))
+    return path
+
+
+def load_settings(study_dir: str) -> StudySettings:
+    """The study.json of `study_dir`."""
+    return StudySettings(**read_json(os.path.join(study_dir, STUDY_FILE), "study settings"))
+
+
+def tune(study_dir: str, settings: StudySettings, storage: str | None = None, data_dir: str | None = None,
+         source_file: str | None = None, encoding: str | None = None, workers=None) -> dict:
+    """Runs the study `settings` in `study_dir` to its budget (in this process, or by `workers()`,
+    which runs worker processes and waits for them), then writes best.flags, summary.json and the
+    figures; returns the summary with "best_flags" and "figures".
+
+    Raises:
+        ValueError: for a folder holding another study, or when no trial completed.
+    """
+    from bert4rec_tf.tuning.report import write_report
+
+    from bert4rec_tf.data.prepare import prepare
+
+    bind(study_dir, settings)
+    # The data is prepared once, before any trial: a bad file is one error here, not a failed trial each.
+    config = cli.experiment_config(settings.dataset, base_overrides(settings), settings.seed, settings.model,
+                                   settings.recipe, encoding)
+    prepare(config.data, data_dir, source_file)
+    study = open_study(study_dir, settings, storage)
+    if workers is None:
+        run_worker(study_dir, settings, storage, data_dir, source_file, encoding)
+    else:
+        workers()
+    path = write_best(study_dir, settings, study)
+    if path is None:
+        raise ValueError(f"no trial of {study_dir} completed; see its trials/ folders")
+    return {**summary(study), "best_flags": path, "figures": write_report(study_dir, study)}

@@ -1,0 +1,108 @@
+"""Search spaces and the study's bookkeeping, without training: every preset's space is made of
+settings its family has, the sampled and derived values are what the space says, a retried trial's
+time is counted once, a study folder is bound to its study, and best.flags is a flag file that
+`bert4rec-train` takes."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from bert4rec_tf import cli
+from bert4rec_tf.config import ExperimentConfig
+from bert4rec_tf.tasks import TASKS, preset_names, task_of_preset
+from bert4rec_tf.tuning import study as tuning
+from bert4rec_tf.tuning.space import Choice, Derived, Float, Int, check_space, suggest
+
+
+@pytest.mark.parametrize("model", preset_names())
+def test_every_space_names_settings_of_its_family(model):
+    task = task_of_preset(model)
+    space = task.search_space(model)
+    check_space(space, ExperimentConfig.for_family(task.name))
+    if task.trains:
+        assert "learning_rate" in space
+    else:
+        assert space == {}
+
+
+def test_check_space_refuses_a_setting_the_family_lacks():
+    with pytest.raises(ValueError, match="search space of bpr_mf names 'masked_lm_prob'"):
+        check_space({"masked_lm_prob": Choice((0.2,))}, ExperimentConfig.for_family("bpr_mf"))
+
+
+def test_sampled_and_derived_values():
+    space = {"hidden_size": Choice((16, 64)), "learning_rate": Float(1e-4, 1e-2, log=True), "num_layers": Int(1, 3),
+             "intermediate_size": Derived(lambda sampled, config: 4 * sampled["hidden_size"])}
+    trial = optuna.trial.FixedTrial({"hidden_size": 64, "learning_rate": 3e-3, "num_layers": 2})
+    assert suggest(space, trial, None) == {"hidden_size": 64, "learning_rate": 3e-3, "num_layers": 2,
+                                           "intermediate_size": 256}
+
+
+def test_bert4rec_masks_follow_rho_and_the_one_mask_preset_keeps_its_slot():
+    config = cli.experiment_config("beauty", [], model="bert4rec", recipe="cpu-30m")  # N 50
+    trial = optuna.trial.FixedTrial({"masked_lm_prob": 0.4, "hidden_size": 32, "hidden_dropout": 0.1,
+                                     "learning_rate": 1e-3})
+    values = suggest(TASKS["bert4rec"].search_space("bert4rec"), trial, config)
+    assert values["max_predictions_per_seq"] == 20 and values["intermediate_size"] == 128
+    one_mask = TASKS["bert4rec"].search_space("bert4rec_1mask")
+    assert "masked_lm_prob" not in one_mask and "max_predictions_per_seq" not in one_mask
+
+
+def test_sampled_settings_make_valid_configurations():
+    """Any draw of every family's space is a configuration the command line accepts."""
+    for model in preset_names():
+        task = task_of_preset(model)
+        space = task.search_space(model)
+        if not space:
+            continue
+        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+        for _ in range(5):
+            trial = study.ask()
+            before = cli.experiment_config("beauty", ["time_budget=60"], model=model, recipe="cpu-30m")
+            values = suggest(space, trial, before)
+            cli.experiment_config("beauty", ["time_budget=60", *(f"{k}={v}" for k, v in values.items())],
+                                  model=model, recipe="cpu-30m")
+            study.tell(trial, 0.0)
+
+
+def test_a_model_with_nothing_to_tune_and_budgets_are_refused():
+    with pytest.raises(ValueError, match="pop has nothing to tune"):
+        tuning.new_settings("beauty", "pop", None, "cpu-30m", 600, 60)
+    with pytest.raises(ValueError, match="must hold at least one --trial_budget"):
+        tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 30, 60)
+
+
+def _frozen(number: int, seconds: float, state=optuna.trial.TrialState.COMPLETE, original: int | None = None):
+    trial = optuna.trial.create_trial(state=state, value=0.1 if state == optuna.trial.TrialState.COMPLETE else None,
+                                      user_attrs={"seconds": seconds},
+                                      system_attrs={} if original is None else {"failed_trial": original})
+    trial.number = number
+    return trial
+
+
+def test_a_retried_trial_is_counted_once():
+    fail = optuna.trial.TrialState.FAIL
+    trials = [_frozen(0, 60.0), _frozen(1, 25.0, fail), _frozen(2, 60.0, original=1), _frozen(3, 10.0, fail)]
+    assert tuning.spent_seconds(trials) == 60.0 + 60.0 + 10.0
+
+
+def test_a_study_folder_is_bound_to_its_study(tmp_path):
+    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60)
+    tuning.bind(str(tmp_path), settings)
+    tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60))  # tunes on
+    with pytest.raises(ValueError, match="holds another study: its trial_budget is 60.0"):
+        tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 120))
+
+
+def test_best_flags_are_a_flag_file_of_bert4rec_train(tmp_path):
+    settings = tuning.new_settings("ml-1m", "sasrec", "ce", "cpu-1h", 600, 60, ["num_negatives=50"])
+    trial = optuna.trial.create_trial(value=0.25, user_attrs={"settings": {"hidden_size": 64, "learning_rate": 0.002}})
+    trial.number = 0
+    path = tmp_path / "best.flags"
+    path.write_text(tuning.best_flags(settings, trial, [trial]))
+    cli.check_train_flags([f"--flagfile={path}"])
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# bert4rec-tune ml-1m-sasrec-ce: trial 0 of 1, best validation pop/NDCG@10 0.2500 at a 1 minute budget")
+    assert lines[1:] == ["--dataset=ml-1m", "--model=sasrec", "--recipe=cpu-1h", "--loss=ce",
+                         "--config=num_negatives=50", "--config=hidden_size=64", "--config=learning_rate=0.002"]
