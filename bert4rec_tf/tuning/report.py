@@ -38,11 +38,13 @@ def write_report(study_dir: str, study) -> list[str]:
         if not steps:
             continue
         pruned = trial.state == optuna.trial.TrialState.PRUNED
+        # A pruned trial may have reported once: its point is drawn all the same.
+        style = dict(color="grey", linestyle="--", marker="x", alpha=0.6) if pruned else dict(marker=".", alpha=0.9)
         right.plot([step / 60 for step in steps], [trial.intermediate_values[step] for step in steps],
-                   linestyle="--" if pruned else "-", alpha=0.8, label=f"{trial.number}{' (pruned)' if pruned else ''}")
+                   label=None if pruned else f"trial {trial.number}", **style)
     right.set(xlabel="trial's time (minutes)", ylabel=f"best validation {metric} so far",
-              title="Each trial's curve (dashed: stopped by the pruner)")
-    if len(trials) <= 12:
+              title="Each trial's curve (grey, dashed: stopped by the pruner)")
+    if sum(trial.state == optuna.trial.TrialState.COMPLETE for trial in trials) <= 12:
         right.legend(fontsize="small")
     figure.tight_layout()
     paths = [os.path.join(study_dir, "tuning.png")]

@@ -182,7 +182,10 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
         state = RunFolder(folder).load_state()
         trial.set_user_attr("seconds", float(state["seconds"]))
         trial.set_user_attr("steps", int(state["step"]))
-        finished = state.get("budget_spent") or state["step"] >= config.train.train_steps
+        # Stopped by the pruner, unless its budget was spent by then (a first interval can outlast a
+        # short budget: it is not cut).
+        finished = (state.get("budget_spent") or state["step"] >= config.train.train_steps
+                    or state["seconds"] >= config.train.time_budget)
         if not finished:
             raise optuna.TrialPruned(f"stopped at {state['seconds']:.0f} s on its validation curve")
         if state["best"] is None:
