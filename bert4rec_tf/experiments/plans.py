@@ -27,7 +27,8 @@ class Run:
     proportion (the share of a window's items chosen for prediction, `data.masked_lm_prob`), sizes the
     masked slots from the resolved maximum length N, and `max_learning_rate` caps the resolved rate.
     `against` names the setting (same data set) a run departs from: the report sets the two side by
-    side.
+    side. A `tuned` run trains its flags with the settings its study chose on validation
+    (`<studies>/<dataset>-<against>/best.flags`, made by bert4rec-tune; `reproduce.tuned_plan`).
     """
 
     dataset: str
@@ -38,6 +39,7 @@ class Run:
     rho: float | None = None
     max_learning_rate: float | None = None
     against: str | None = None
+    tuned: bool = False
 
     @property
     def name(self) -> str:
@@ -160,7 +162,18 @@ def _sampled_softmax(dataset: str) -> list[Run]:
             Run(dataset, "sasrec-ce-sampled", "sasrec", sampled, against="sasrec-ce")]
 
 
-EXPERIMENTS = {"table2": _table2, "ablation": _ablation, "mask_proportion": _mask_proportion, "max_len": _max_len,
+def _table2_tuned(dataset: str) -> list[Run]:
+    # Every trained row of Table 2 as it is (the same settings, so its record is shared with table2)
+    # beside the same row trained with the settings its study chose on validation (bert4rec-tune
+    # with the run's loss and overrides, the same recipe and seed). POP trains nothing: no study.
+    runs = []
+    for run in _table2(dataset):
+        if run.model != "pop":
+            runs += [run, dataclasses.replace(run, setting=f"{run.setting}-tuned", against=run.setting, tuned=True)]
+    return runs
+
+
+EXPERIMENTS = {"table2": _table2, "table2_tuned": _table2_tuned, "ablation": _ablation, "mask_proportion": _mask_proportion, "max_len": _max_len,
                "hidden_size": _hidden_size, "sampled_softmax": _sampled_softmax}
 SWEEPS = {"mask_proportion": "mask proportion rho", "max_len": "maximum length N", "hidden_size": "hidden size d"}
 # Experiments renamed, by their old name: `mask_prob` swept rho, not the config's `data.mask_prob`.

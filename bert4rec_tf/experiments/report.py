@@ -18,7 +18,7 @@ import re
 from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS, SELECTION_METRIC, metric_label
 from bert4rec_tf.experiments.plans import SWEEPS, Run
 from bert4rec_tf.experiments.provenance import machine_notes, portable_command, speed_cell
-from bert4rec_tf.experiments.published import PUBLISHED, PUBLISHED_FULL
+from bert4rec_tf.experiments.published import PUBLISHED, PUBLISHED_FULL, TUNED_SUFFIX
 from bert4rec_tf.experiments.verdicts import (DEPARTURE_METRICS, departures, orderings, sweep_summary,
                                               table2_orderings, tested_users)
 from bert4rec_tf.files import write_text_atomic
@@ -205,6 +205,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                   f"command does: {', '.join(record['run'] for record in earlier)}.", ""]
     for dataset in dict.fromkeys(run.dataset for run in runs):
         lines += _dataset_section(rows, runs, experiment, dataset)
+    lines += _tuning_table(records)
     if figures:
         lines += ["## Figures", ""]
         for figure in figures:
@@ -236,7 +237,39 @@ def _dataset_section(rows: list[dict], runs: list[Run], experiment: str, dataset
     lines += _orderings_table([pair for pair in orderings(rows) if pair["dataset"] == dataset], dataset)
     lines += _departures_table([entry for entry in departures(rows, runs) if entry["dataset"] == dataset])
     lines += _table2_table([entry for entry in table2_orderings(rows) if entry["dataset"] == dataset])
+    if any(run.tuned for run in runs):
+        lines += _table2_table([entry for entry in table2_orderings(rows, TUNED_SUFFIX) if entry["dataset"] == dataset],
+                               "tuned")
     return lines + _runs_table([row for row in rows if row["dataset"] == dataset])
+
+
+def _tuning_table(records: list[dict]) -> list[str]:
+    """What each tuned run's study spent and chose (bert4rec-tune's summary, kept in the run's record)."""
+    tuned = [record for record in records if record.get("tuning")]
+    if not tuned:
+        return []
+    lines = ["## Tuning", "",
+             "Each tuned run's study (bert4rec-tune): its budget of trials' time (one core each), the wall time "
+             "from its first trial's start to its last one's end, its trials by how they ended (pruned: stopped "
+             "on its validation curve), the chosen trial's validation pop-100 NDCG@10 at the trial budget, and "
+             "the settings chosen; only validation decided, the test was read once, by the run above:", "",
+             "| run | budget | trial budget | trial time | wall time | trials | best validation | chosen settings |",
+             "|---|---|---|---|---|---|---|---|"]
+    for record in tuned:
+        study = record["tuning"]
+        best = study.get("best", {})
+        minutes = {key: f"{study[key] / 60:.0f} min" if isinstance(study.get(key), (int, float)) else "?"
+                   for key in ("budget", "trial_budget", "spent_seconds", "wall_seconds")}
+        trials = ", ".join(f"{count} {state}" for state, count in study.get("trials", {}).items())
+        chosen = ", ".join(f"{key} {_setting_text(value)}" for key, value in sorted(best.get("settings", {}).items()))
+        value = f"{best['value']:.4f}" if "value" in best else ""
+        lines.append(f"| {record['run']} | {minutes['budget']} | {minutes['trial_budget']} | "
+                     f"{minutes['spent_seconds']} | {minutes['wall_seconds']} | {trials} | {value} | {chosen} |")
+    return lines + [""]
+
+
+def _setting_text(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def _orderings_table(pairs: list[dict], dataset: str) -> list[str]:
@@ -277,10 +310,11 @@ def _departures_table(departed: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def _table2_table(claims: list[dict]) -> list[str]:
+def _table2_table(claims: list[dict], rows: str = "") -> list[str]:
     if not claims:
         return []
-    lines = ["The paper's orderings of Table 2 (pop-100), each judged on its weakest link: the lowest "
+    which = (f"On the {rows} rows (each method's `-{rows}` run; POP's own): t" if rows else "T")
+    lines = [f"{which}he paper's orderings of Table 2 (pop-100), each judged on its weakest link: the lowest "
              "method it puts above against the highest it puts below, in the paper's numbers and in ours "
              "(each side's own weakest link); a tie when the gap is within two standard errors over the "
              "test users (the last column, for ours):", "",

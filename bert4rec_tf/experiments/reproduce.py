@@ -10,7 +10,8 @@ Caser, SASRec with bce and with ce, BERT4Rec; and BERT4Rec with 1 mask and with 
 sampled_softmax (BERT4Rec and SASRec with the sampled head, not the papers' loss, beside their exact
 runs, and sparse updates of the item table), ablation (the BERT4Rec paper's Table 5 and the matching
 paper's only-mask and only-matching rows), mask_proportion (rho 0.1 ... 0.9), max_len (the paper's
-Table 4 lengths, with the training samples/s) and hidden_size (d 16 ... 256).
+Table 4 lengths, with the training samples/s), hidden_size (d 16 ... 256) and table2_tuned
+(every trained Table 2 row beside the same row with the settings bert4rec-tune chose on validation).
 
 Each run is an ordinary model directory, `<out>/runs/<dataset>-<setting>`, trained by bert4rec-train
 (bert4rec-evaluate and TensorBoard read it). Re-running the same command skips finished runs and resumes
@@ -18,13 +19,23 @@ unfinished ones. The runs use --recipe (default cpu-30m; docs/training.md) with
 --budget as each run's time budget, or --train_steps steps. The report (`report.md`, `report.csv`
 and PNG figures) is rewritten after every run. With --deadline no run starts that would end after
 it (a job's or a session's end): the runs left over train when the command is given again.
+
+A tuned run (table2_tuned) trains the settings of its study, `<studies>/<dataset>-<setting>/best.flags`
+(--studies, default <out>/studies). With --tune_budget the studies missing run first (bert4rec-tune
+with the run's loss and overrides, --recipe, --seed and --eval_every; --jobs trials at once), each
+continued from where it stopped when the command is given again:
+
+    bert4rec-reproduce table2_tuned --datasets ml-1m --recipe cpu-1h --budget 1h --tune_budget 1h \\
+        --out reports/tuned --source_file ml-1m=../shared/datasets/ml-1m/ml-1m.txt.gz
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
+import subprocess
 import sys
 import time
 
@@ -37,6 +48,7 @@ from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, pr
                                              report_datasets, slower_cores, start_provenance, write_reports)
 from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs
 from bert4rec_tf.files import read_json
+from bert4rec_tf.tuning.study import BEST_FLAGS
 from bert4rec_tf.tasks import preset, recipe_overrides
 
 
@@ -77,7 +89,109 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "commit, machine, settings; no data or weights) and write the report to "
                              "<dir>/<experiment>.md, e.g. docs/results. A run with a record of the same settings "
                              "is finished: the report grows across sessions and machines")
+    parser.add_argument("--studies", default=None,
+                        help="folder of the tuned runs' studies, <dataset>-<setting> each (default <out>/studies)")
+    parser.add_argument("--tune_budget", default=None,
+                        help="tune the tuned runs whose study has no result yet first, each with this budget of "
+                             "trials (bert4rec-tune --budget, e.g. 1h); a study stopped earlier continues")
+    parser.add_argument("--trial_budget", default="10m", help="bert4rec-tune --trial_budget of those studies")
     return parser.parse_args(argv)
+
+
+def study_dir(run, args: argparse.Namespace) -> str:
+    """The folder of the study whose chosen settings the tuned `run` trains."""
+    return os.path.join(args.studies or os.path.join(args.out, "studies"), f"{run.dataset}-{run.against}")
+
+
+# The lines of best.flags that must agree with the tuned run's own (flag name -> the Run's field).
+_STUDY_FLAGS = {"--dataset": "dataset", "--model": "model"}
+
+
+def chosen_flags(run, args: argparse.Namespace) -> list[str] | None:
+    """The --config flags of the settings the study of the tuned `run` chose (its best.flags), or None
+    when it has none yet.
+
+    Raises:
+        ValueError: when the study tuned another data set, model, recipe or loss than the run trains.
+    """
+    path = os.path.join(study_dir(run, args), BEST_FLAGS)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        lines = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+    given = dict(line.split("=", 1) for line in lines if not line.startswith("--config="))
+    pairs = dict(zip(run.flags[0::2], run.flags[1::2]))
+    wanted = {**{flag: getattr(run, field) for flag, field in _STUDY_FLAGS.items()}, "--recipe": args.recipe,
+              "--seed": str(args.seed), "--loss": pairs.get("--loss")}
+    for flag, value in wanted.items():
+        if given.get(flag) != value:
+            raise ValueError(f"run {run.name}: its study {path} was made with {flag} {given.get(flag)}, the run "
+                             f"trains {value}: give another --studies or tune it again")
+    flags = []
+    for line in lines:
+        if line.startswith("--config="):
+            flags += ["--config", line[len("--config="):]]
+    return flags
+
+
+def tuned_plan(runs: list, args: argparse.Namespace) -> tuple[list, list]:
+    """`runs` with each tuned run's flags followed by its study's chosen settings (`chosen_flags`), and
+    the tuned runs whose study has no result yet (left out of the first list)."""
+    ready, untuned = [], []
+    for run in runs:
+        flags = chosen_flags(run, args) if run.tuned else []
+        if flags is None:
+            untuned.append(run)
+        else:
+            ready.append(dataclasses.replace(run, flags=run.flags + tuple(flags)) if flags else run)
+    return ready, untuned
+
+
+def study_summary(run, args: argparse.Namespace) -> dict:
+    """What the study of the tuned `run` spent and chose (its summary.json), with its folder's name."""
+    folder = study_dir(run, args)
+    path = os.path.join(folder, "summary.json")
+    found = read_json(path, "study summary") if os.path.isfile(path) else {}
+    return {"study": os.path.basename(folder), **found}
+
+
+def tune_command(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
+    """The bert4rec-tune command of the study of the tuned `run`: its loss and --config overrides, the
+    command's recipe, seed and validation interval."""
+    command = [sys.executable, "-m", "bert4rec_tf.scripts.tune", "--dataset", run.dataset, "--model", run.model,
+               "--recipe", args.recipe, "--budget", args.tune_budget or "<--tune_budget>", "--trial_budget", args.trial_budget,
+               "--seed", str(args.seed), "--eval_every", str(args.eval_every), "--jobs", str(args.jobs),
+               "--study_dir", study_dir(run, args)]
+    for flag, value in zip(run.flags[0::2], run.flags[1::2]):
+        if flag not in ("--loss", "--config"):
+            raise ValueError(f"run {run.name}: bert4rec-tune takes no {flag}")
+        command += [flag, value]
+    if args.data_dir:
+        command += ["--data_dir", args.data_dir]
+    if run.dataset in sources:
+        command += ["--source_file", sources[run.dataset]]
+    return command
+
+
+def run_study(command: list[str]) -> int:
+    """Runs a bert4rec-tune command in the package's environment; its exit status."""
+    from bert4rec_tf.files import package_environment
+
+    return subprocess.run(command, env=package_environment(), check=False).returncode
+
+
+def tune_studies(untuned: list, args: argparse.Namespace, sources: dict[str, str]) -> None:
+    """Runs the studies of the `untuned` runs, one after another.
+
+    Raises:
+        ValueError: when a study fails.
+    """
+    for index, run in enumerate(untuned, 1):
+        command = tune_command(run, args, sources)
+        print(f"study {index}/{len(untuned)}: {study_dir(run, args)} ({args.tune_budget} of trials): "
+              f"{shlex.join(command[3:])}", flush=True)
+        if run_study(command):
+            raise ValueError(f"the study of {run.name} failed (its output is above); the same command continues it")
 
 
 def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
@@ -123,10 +237,19 @@ def main(argv: list[str] | None = None) -> int:
         sources = dict(item.split("=", 1) for item in args.source_file)
         if args.budget:
             cli.parse_duration(args.budget, "--budget")
+        if args.tune_budget:
+            cli.parse_duration(args.tune_budget, "--tune_budget")
+        cli.parse_duration(args.trial_budget, "--trial_budget")
+        runs, untuned = tuned_plan(runs, args)
+        if untuned and not args.tune_budget and not args.dry_run:
+            raise ValueError(f"run {untuned[0].name}: its study {study_dir(untuned[0], args)} has no {BEST_FLAGS}: "
+                             "give --tune_budget (e.g. 1h) to tune it first, or --studies with the folder of its study")
+        for run in untuned:
+            tune_command(run, args, sources)  # a run bert4rec-tune cannot take fails here
         deadline = parse_deadline(args.deadline, time.time()) if args.deadline else None
         groups: list[list[int] | None] = core_groups(args.jobs, usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
-        reported = plan(args.experiment, report_datasets(datasets, recorded_datasets(args)))
+        reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args)[0]
         # Every run the report reads: a plan whose settings cannot be resolved fails here.
         reported_settings = {run.name: _settings(run, args, sources) for run in reported}
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
@@ -172,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
             args.results_dir and state == "new") else []
 
     if args.dry_run:
+        for run in untuned:
+            print(f"to tune first ({args.tune_budget or 'give --tune_budget'}): {run.name}: bert4rec-tune "
+                  f"{shlex.join(tune_command(run, args, sources)[3:])}")
         length = (f"for {args.budget}" if args.budget else f"{args.train_steps} steps" if args.train_steps
                   else "as the recipe says")
         print(f"{args.experiment}: {len(runs)} runs, each {length} (recipe {args.recipe})")
@@ -185,6 +311,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{index:>3}. {run.name:<32} [{state}] "
                   f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
         return 0
+    if untuned:
+        try:
+            tune_studies(untuned, args, sources)
+            order = [run.name for run in plan(args.experiment, datasets)]
+            runs = sorted(runs + tuned_plan(untuned, args)[0], key=lambda run: order.index(run.name))
+            reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args)[0]
+            reported_settings = {run.name: _settings(run, args, sources) for run in reported}
+            for run in runs:
+                resolved_settings(_settings(run, args, sources), strict=True)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     states = {run.name: status(run) for run in runs}
     clashes = [name for name, state in states.items() if state == "other settings"]
     if clashes:
@@ -231,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"{os.path.join(args.out, 'runs', run.name)} is in use by {holder}: wait for it to end, "
                              "or give another --out")
         settings = _settings(run, args, sources)
-        start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed)
+        start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed,
+                         study_summary(run, args) if run.tuned else None)
         return train_command(run, args, sources)
 
     def report() -> None:

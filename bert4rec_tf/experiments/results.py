@@ -57,12 +57,12 @@ def provenance_file(model_dir: str) -> str:
 
 
 def start_provenance(model_dir: str, command: str, cores: list[int] | None, settings: list[str],
-                      speed: dict | None = None) -> None:
+                      speed: dict | None = None, tuning: dict | None = None) -> None:
     """Notes which commit and machine (and how many cores) train the run, with which settings and how
     fast its cores were (`machine_speed`; one measurement per start), the commit and machine joined
-    when a resume changes them."""
+    when a resume changes them; for a tuned run, its study's `tuning` summary (budget, trials, choice)."""
     now = {**provenance(command, PACKAGE_PARENT, len(cores) if cores else None), "settings": settings,
-           "speed": [speed] if speed else []}
+           "speed": [speed] if speed else [], **({"tuning": tuning} if tuning else {})}
     path = provenance_file(model_dir)
     if os.path.isfile(path):
         before = read_json(path, "run provenance")

@@ -85,7 +85,7 @@ def gap_verdict(gap: float, margin: float) -> str:
     return "holds" if gap > margin else "reversed" if gap < -margin else "tie"
 
 
-def table2_orderings(rows: list[dict]) -> list[dict]:
+def table2_orderings(rows: list[dict], suffix: str = "") -> list[dict]:
     """The BERT4Rec paper's orderings of Table 2 (`TABLE2_ORDERINGS`) on each data set and metric
     (pop-100 HR@10 and NDCG@10), in the paper's numbers and in ours.
 
@@ -95,9 +95,10 @@ def table2_orderings(rows: list[dict]) -> list[dict]:
     gap is above two standard errors (`noise_margin` over the users both runs were tested on; the
     paper's over the data set's test users), is reversed when below minus that, and is a tie
     otherwise. Example: on Beauty the paper has GRU4Rec+ 0.2654 and SASRec 0.2653 HR@10, so "SASRec
-    above GRU4Rec+ and Caser" is a tie in the paper's own numbers.
+    above GRU4Rec+ and Caser" is a tie in the paper's own numbers. With `suffix` ("-tuned"), ours are
+    the runs of the settings `<setting><suffix>` (the tuned rows), POP's its own row.
     """
-    methods = {setting: method for method, setting in TABLE2_SETTINGS.items()}
+    methods = {setting + (suffix if method != "POP" else ""): method for method, setting in TABLE2_SETTINGS.items()}
     ours: dict[tuple[str, str, str], float] = {}  # (dataset, method, metric) -> ours
     tested: dict[tuple[str, str], int | None] = {}  # (dataset, method) -> the users its test averages
     for row in rows:

@@ -264,14 +264,21 @@ def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary(study) -> dict:
-    """Counts of the study's trials by state, and the best trial's number, value and settings."""
+def summary(study, settings: StudySettings | None = None) -> dict:
+    """Counts of the study's trials by state, the trials' seconds (`spent_seconds`) and the wall time
+    from the first trial's start to the last one's end, the budgets of `settings`, and the best
+    trial's number, value and settings."""
     optuna = _optuna()
 
     trials = study.get_trials(deepcopy=False)
     counts = {state.name.lower(): sum(trial.state == state for trial in trials) for state in optuna.trial.TrialState}
+    starts = [trial.datetime_start for trial in trials if trial.datetime_start]
+    ends = [trial.datetime_complete for trial in trials if trial.datetime_complete]
+    wall = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
     best = best_trial(study)
+    budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget}
     return {"trials": {key: value for key, value in counts.items() if value}, "spent_seconds": spent_seconds(trials),
+            "wall_seconds": round(wall, 1), **budgets,
             **({} if best is None else {"best": {"number": best.number, "value": best.value,
                                                  "settings": best.user_attrs.get("settings", {})}})}
 
@@ -309,7 +316,7 @@ def write_best(study_dir: str, settings: StudySettings, study) -> str | None:
     path = os.path.join(study_dir, BEST_FLAGS)
     with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
         handle.write(best_flags(settings, trial, study.get_trials(deepcopy=False)))
-    write_json_atomic(os.path.join(study_dir, "summary.json"), summary(study))
+    write_json_atomic(os.path.join(study_dir, "summary.json"), summary(study, settings))
     return path
 
 
@@ -344,4 +351,4 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
     path = write_best(study_dir, settings, study)
     if path is None:
         raise ValueError(f"no trial of {study_dir} completed; see its trials/ folders")
-    return {**summary(study), "best_flags": path, "figures": write_report(study_dir, study)}
+    return {**summary(study, settings), "best_flags": path, "figures": write_report(study_dir, study)}

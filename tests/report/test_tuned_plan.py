@@ -1,0 +1,128 @@
+"""The tuned Table 2 (`table2_tuned`): each trained row beside the same row with its study's chosen
+settings, the study run first with --tune_budget, and the report's tuning table."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from bert4rec_tf.experiments.plans import plan
+from bert4rec_tf.experiments.published import PUBLISHED
+from bert4rec_tf.experiments.report import _tuning_table
+from bert4rec_tf.experiments.verdicts import table2_orderings
+
+CHOSEN = """# bert4rec-tune beauty-sasrec-bce: trial 3 of 9, best validation pop/NDCG@10 0.2000 at a 10 minutes budget
+--dataset=beauty
+--model=sasrec
+--recipe=cpu-1h
+--loss=bce
+--config=code_network=true
+--config=hidden_size=32
+--config=learning_rate=0.002
+--seed=12345
+"""
+SUMMARY = {"best": {"number": 3, "value": 0.2, "settings": {"hidden_size": 32, "learning_rate": 0.002}},
+           "budget": 3600.0, "trial_budget": 600.0, "spent_seconds": 3700.0, "wall_seconds": 3900.0,
+           "trials": {"complete": 2, "pruned": 7}}
+
+
+def test_every_trained_row_of_table2_is_beside_its_tuned_row_with_the_same_flags_and_published_number():
+    runs = plan("table2_tuned", ["beauty"])
+    untuned = {run.setting: run for run in plan("table2", ["beauty"]) if run.model != "pop"}
+    assert [run.setting for run in runs[0::2]] == list(untuned)
+    for run, tuned in zip(runs[0::2], runs[1::2]):
+        assert run == untuned[run.setting] and not run.tuned
+        assert (tuned.setting, tuned.against, tuned.model, tuned.flags, tuned.tuned) == (
+            f"{run.setting}-tuned", run.setting, run.model, run.flags, True)
+        assert PUBLISHED.get(("beauty", tuned.setting)) == PUBLISHED.get(("beauty", run.setting))
+    assert ("beauty", "bpr-mf-tuned") in PUBLISHED
+
+
+def _main(tmp_path, monkeypatch, *flags, only="sasrec-bce-tuned"):
+    from bert4rec_tf.experiments import reproduce as script
+    from bert4rec_tf.experiments import scheduler
+
+    monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
+    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
+    return script.main(["table2_tuned", "--datasets", "beauty", "--only", only, "--recipe", "cpu-1h", "--budget", "1m",
+                        "--out", str(tmp_path / "out"), "--no_figures", *flags])
+
+
+def _write_study(folder, flags=CHOSEN):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "best.flags").write_text(flags, encoding="utf-8")
+    (folder / "summary.json").write_text(json.dumps(SUMMARY), encoding="utf-8")
+
+
+def test_a_tuned_run_trains_its_studys_choice_and_without_a_study_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    assert _main(tmp_path, monkeypatch) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith(
+        f"error: run beauty-sasrec-bce-tuned: its study {tmp_path}/out/studies/beauty-sasrec-bce has no best.flags: "
+        "give --tune_budget")
+    assert not (tmp_path / "out" / "runs").exists()
+
+    _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
+    assert _main(tmp_path, monkeypatch, "--dry_run") == 0
+    line = [line for line in capsys.readouterr().out.splitlines() if "beauty-sasrec-bce-tuned" in line][0]
+    assert line.endswith("--loss bce --config code_network=true --config code_network=true --config hidden_size=32 "
+                         "--config learning_rate=0.002")
+    assert _main(tmp_path, monkeypatch) == 0
+    provenance = json.loads((tmp_path / "out" / "runs" / "beauty-sasrec-bce-tuned" / "reproduce.json").read_text())
+    assert provenance["tuning"] == {"study": "beauty-sasrec-bce", **SUMMARY}
+    assert "--config" in provenance["settings"] and "hidden_size=32" in provenance["settings"]
+
+
+@pytest.mark.parametrize("line, wrong", [("--model=sasrec", "--model=bert4rec"), ("--recipe=cpu-1h", "--recipe=cpu-30m"),
+                                         ("--loss=bce", "--loss=ce"), ("--seed=12345", "--seed=1")])
+def test_a_study_of_other_settings_than_the_run_is_refused(tmp_path, monkeypatch, capsys, line, wrong):
+    _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce", CHOSEN.replace(line, wrong))
+    assert _main(tmp_path, monkeypatch) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "its study" in error and f"was made with {line.split('=')[0]} " in error
+
+
+def test_the_tune_budget_runs_the_missing_study_first_with_the_runs_loss_and_overrides(tmp_path, monkeypatch, capsys):
+    from bert4rec_tf.experiments import reproduce as script
+
+    commands = []
+
+    def tune(command):
+        commands.append(command)
+        _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
+        return 0
+
+    monkeypatch.setattr(script, "run_study", tune)
+    assert _main(tmp_path, monkeypatch, "--tune_budget", "1h", "--trial_budget", "5m", "--seed", "12345") == 0
+    assert len(commands) == 1
+    assert commands[0][1:3] == ["-m", "bert4rec_tf.scripts.tune"]
+    words = " ".join(commands[0][3:])
+    for expected in ("--dataset beauty --model sasrec --recipe cpu-1h --budget 1h --trial_budget 5m --seed 12345",
+                     f"--study_dir {tmp_path}/out/studies/beauty-sasrec-bce", "--loss bce --config code_network=true"):
+        assert expected in words
+    assert (tmp_path / "out" / "runs" / "beauty-sasrec-bce-tuned" / "reproduce.json").is_file()
+    # Given again, the study is there: nothing is tuned.
+    assert _main(tmp_path, monkeypatch, "--tune_budget", "1h") == 0 and len(commands) == 1
+
+
+def test_the_report_lists_each_studys_budget_trials_and_choice_and_orders_the_tuned_rows():
+    lines = _tuning_table([{"run": "beauty-sasrec-bce-tuned", "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}},
+                           {"run": "beauty-sasrec-bce"}])
+    assert lines[-2] == ("| beauty-sasrec-bce-tuned | 60 min | 10 min | 62 min | 65 min | 2 complete, 7 pruned | "
+                         "0.2000 | hidden_size 32, learning_rate 0.002 |")
+    assert len(lines) == 8  # the untuned run has no study
+
+    def row(setting, hr):
+        return {"source": "BERT4Rec paper, Table 2 (pop-100)", "dataset": "beauty", "setting": setting,
+                "published_metric": "HR@10", "ours": hr, "users": 40226, "evaluated_users": 40226}
+
+    rows = [row("pop", 0.07), row("bpr-mf", 0.10), row("bpr-mf-tuned", 0.20), row("sasrec-bce", 0.30),
+            row("sasrec-bce-tuned", 0.15), row("gru4rec", 0.25)]
+    [untuned] = table2_orderings(rows)  # sequential above non-sequential: the weakest above, the strongest below
+    [tuned] = table2_orderings(rows, "-tuned")
+    assert untuned["ours"]["values"] == (0.25, 0.10) and untuned["ours"]["verdict"] == "holds"
+    # Among the tuned rows: tuned SASRec against tuned BPR-MF (POP is its own row; GRU4Rec has no tuned row).
+    assert (tuned["ours"]["above"], tuned["ours"]["below"], tuned["ours"]["values"]) == ("SASRec", "BPR-MF", (0.15, 0.20))
+    assert tuned["ours"]["verdict"] == "reversed" and "GRU4Rec" in tuned["missing"]
