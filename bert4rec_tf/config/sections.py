@@ -22,6 +22,9 @@ from bert4rec_tf import constants
 FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget",
                "recipe", "encoding")
 
+# The data settings that name feature files (`SlidingWindowData`).
+FEATURE_FIELDS = ("item_features", "user_features")
+
 # `padding_free`'s values (`bert4rec_tf.models.base.packs_positions`).
 PADDING_FREE_CHOICES = ("auto", "on", "off")
 
@@ -133,9 +136,19 @@ class SlidingWindowData(WindowData):
 
     Attributes:
         prop_sliding_window: window step as a fraction of max_len (-1: step max_len).
+        item_features, user_features: feature files of item and user attributes
+            (`bert4rec_tf.data.features`; "": none), read in `encoding` and encoded with the prepared
+            data, whose key holds their contents' SHA-256 (not their paths).
     """
 
     prop_sliding_window: float = 0.5
+    item_features: str = ""
+    user_features: str = ""
+
+    def key_settings(self) -> dict[str, Any]:
+        # No feature file: the key of before there were features.
+        return {name: value for name, value in super().key_settings().items()
+                if name not in FEATURE_FIELDS or value}
 
     def check(self) -> None:
         super().check()

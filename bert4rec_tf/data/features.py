@@ -156,6 +156,20 @@ class EncodedFeatures:
     vocabularies: dict[str, list[str]]
     scales: dict[str, tuple[float, float]]
     covered: int
+    unseen: int = 0
+    kinds: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def description(self) -> dict:
+        """Everything but the arrays, as JSON (`from_description` reads it back)."""
+        return {"key": self.key, "kinds": self.kinds, "vocabularies": self.vocabularies,
+                "scales": {name: list(scale) for name, scale in self.scales.items()}, "covered": self.covered,
+                "unseen": self.unseen}
+
+    @classmethod
+    def from_description(cls, arrays: dict[str, np.ndarray], description: dict) -> "EncodedFeatures":
+        return cls(description["key"], {name: arrays[name] for name in description["kinds"]},
+                   description["vocabularies"], {name: tuple(scale) for name, scale in description["scales"].items()},
+                   description["covered"], description["unseen"], description["kinds"])
 
 
 def encode(table: FeatureTable, vocabulary: Sequence[str | None], unknown: str = "error") -> EncodedFeatures:
@@ -172,9 +186,9 @@ def encode(table: FeatureTable, vocabulary: Sequence[str | None], unknown: str =
     if unknown not in ("error", "ignore"):
         raise ValueError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
     rows = table.row_of()
+    known = set(raw for raw in vocabulary if raw is not None)
+    extra = [raw for raw in table.ids if raw not in known]
     if unknown == "error":
-        known = set(raw for raw in vocabulary if raw is not None)
-        extra = [raw for raw in table.ids if raw not in known]
         if extra:
             raise DataError(f"{len(extra)} {table.key} id(s) of the file are not in the data, e.g. {extra[0]!r}",
                             table.path)
@@ -204,7 +218,8 @@ def encode(table: FeatureTable, vocabulary: Sequence[str | None], unknown: str =
                 if row is not None:
                     matrix[position, :len(cells[row])] = [index[value] for value in cells[row]]
             arrays[name] = matrix
-    return EncodedFeatures(table.key, arrays, vocabularies, scales, sum(row is not None for row in order))
+    return EncodedFeatures(table.key, arrays, vocabularies, scales, sum(row is not None for row in order), len(extra),
+                           dict(table.kinds))
 
 
 _YEAR = re.compile(r"\((\d{4})\)\s*$")

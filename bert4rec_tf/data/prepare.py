@@ -34,12 +34,14 @@ from typing import Iterator
 import numpy as np
 
 from bert4rec_tf.config import DataConfig, MaskedData
+from bert4rec_tf.config.sections import FEATURE_FIELDS
 from bert4rec_tf.constants import PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data import instances as instances_lib
 from bert4rec_tf.data import masking
 from bert4rec_tf.data.candidates import check_enough_items, trivial_protocols_warning
 from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.features import EncodedFeatures, encode, read_features
 from bert4rec_tf.data.id_files import read_ids, write_ids
 from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
@@ -86,6 +88,16 @@ class PreparedData:
     def _ids(self, name: str) -> np.ndarray:
         return np.asarray(read_ids(os.path.join(self.directory, name)), dtype=object)
 
+    def features(self, key: str) -> EncodedFeatures | None:
+        """The encoded `key` ("item" or "user") attributes prepared with the data, or None."""
+        path = os.path.join(self.directory, f"{key}_features.npz")
+        if not os.path.isfile(path):
+            return None
+        with np.load(path, allow_pickle=False) as arrays:
+            values = {name: arrays[name] for name in arrays.files}
+        with open(os.path.join(self.directory, f"{key}_features.json"), encoding="utf-8") as handle:
+            return EncodedFeatures.from_description(values, json.load(handle))
+
     def candidates(self) -> dict[str, np.ndarray]:
         with np.load(os.path.join(self.directory, "candidates.npz"), allow_pickle=False) as arrays:
             return {name: arrays[name] for name in arrays.files}
@@ -107,7 +119,12 @@ def output_directory(config: DataConfig, data_dir: str, identity: str, rules: in
     """Where the data prepared with `config` from source `identity` (which holds the encoding), read
     under reading rules `rules` (`readers.reading_rules`), lives. Rules 1 is left out of the key, so
     data whose reading has not changed keeps the key it had before rules had versions."""
-    return os.path.join(data_dir, config.dataset, _key(config.key_settings(), identity, rules))
+    settings = config.key_settings()
+    for field in FEATURE_FIELDS:  # a feature file counts by its contents, not its path
+        if settings.get(field):
+            require_file(settings[field])
+            settings[field] = "file-" + download_lib.sha256_of(settings[field])[:16]
+    return os.path.join(data_dir, config.dataset, _key(settings, identity, rules))
 
 
 def earlier_keys(settings: dict, identity: str) -> set[str]:
@@ -211,6 +228,27 @@ def check_usable(sequences: UserSequences, config: DataConfig) -> None:
     check_enough_items(sequences, config.num_negatives)
 
 
+def read_feature_files(config: DataConfig, sequences: UserSequences) -> dict[str, EncodedFeatures]:
+    """The feature files `config` names, each encoded in the order of the model's ids: items in the
+    vocabulary's (padding 0, items 1..n, the special ids after them), users as their indices (1..n).
+    A user of the file the data lacks is an error; an item it lacks is counted (`unseen`), not encoded.
+
+    Raises:
+        DataError: one line naming the file, line and column of the first problem.
+    """
+    found = {}
+    for key, field in (("item", "item_features"), ("user", "user_features")):
+        path = getattr(config, field, "")
+        if not path:
+            continue
+        table = read_features(path, config.encoding, key=key)
+        ids = sequences.item_ids if key == "item" else sequences.user_ids
+        rows = vocab_size(len(ids)) if key == "item" else len(ids) + 1
+        vocabulary = [None, *ids, *[None] * (rows - len(ids) - 1)]
+        found[key] = encode(table, vocabulary, unknown="ignore" if key == "item" else "error")
+    return found
+
+
 def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, workers: int,
                     progress: bool) -> PreparedData:
     """`prepare`, holding the data folder's lock."""
@@ -234,6 +272,7 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
     sequences, builder = load_user_sequences(config.dataset, data_dir, source_file, config.encoding,
                                              check=functools.partial(check_usable, config=config))
     check_usable(sequences, config)
+    features = read_feature_files(config, sequences)  # a bad file stops here, before anything is built
     train = training_sequences(sequences, config.split)
     candidates = sampled_candidates(sequences, config)
     masked = isinstance(config, MaskedData)  # the Cloze families' instances, written here
@@ -253,6 +292,9 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
         np.savez(os.path.join(temporary, "candidates.npz"), **candidates)
         write_ids(os.path.join(temporary, "vocab.txt"), sequences.item_ids)
         write_ids(os.path.join(temporary, "users.txt"), sequences.user_ids)
+        for key, encoded in features.items():
+            np.savez(os.path.join(temporary, f"{key}_features.npz"), **encoded.arrays)
+            write_json_atomic(os.path.join(temporary, f"{key}_features.json"), encoded.description())
 
         files = download_lib.file_records(temporary, os.listdir(temporary))
         metadata = {

@@ -59,6 +59,9 @@ class Task:
     sequence_features: tuple[str, ...] = ()
     padded_left: bool = False
     attention_last_label: str | None = None
+    # The attributes the family's model reads (`data.item_features`, `data.user_features`): "item",
+    # "user"; a feature file it does not read is refused (`registry.validate`), never ignored.
+    reads_features: tuple[str, ...] = ()
     # What tuning varies (`bert4rec_tf.tuning`): config key -> `Choice`, `Float`, `Int` or `Derived`
     # (`bert4rec_tf.tuning.space`); empty: nothing to tune.
     space: SearchSpace = {}

@@ -117,7 +117,14 @@ def validate(config: ExperimentConfig) -> None:
         ValueError: one line naming the flag (or `--config section.key`) and the value.
     """
     config.validate()
-    get_task(config.model.name).validate(config)
+    task = get_task(config.model.name)
+    for key in ("item", "user"):
+        path = getattr(config.data, f"{key}_features", "")
+        if path and key not in task.reads_features:
+            reading = ", ".join(name for name, other in TASKS.items() if key in other.reads_features) or "none yet"
+            raise ValueError(f"--config {key}_features: {task.name} reads no {key} attributes (families that do: "
+                             f"{reading})")
+    task.validate(config)
 
 
 def preset_label(model: str | None, family: str) -> str:

@@ -1,0 +1,94 @@
+"""Feature files prepared with the data: encoded in the model's id order, bound to the data by their
+contents, checked before anything is built, and refused by a family that reads none."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from bert4rec_tf import cli
+from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.prepare import output_directory, prepare, source_identity
+from bert4rec_tf.tasks import preset
+from tests.conftest import toy_sequences, write_pairs
+
+
+def _config(**overrides):
+    config = preset("beauty", "sasrec")
+    for key, value in {"max_len": 10, **overrides}.items():
+        config.override(key, value)
+    return config.data
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("src")
+    sequences = toy_sequences()
+    items = sorted({item for history in sequences.values() for item in history}, key=int)
+    with open(folder / "items.csv", "w", encoding="utf-8") as handle:
+        handle.write("item,parity,size:numeric\n")
+        handle.writelines(f"{item},{'even' if int(item) % 2 == 0 else 'odd'},{int(item)}\n" for item in items)
+        handle.write("100000,odd,3\n")  # an item without interactions: counted, not encoded
+    with open(folder / "users.csv", "w", encoding="utf-8") as handle:
+        handle.write("user,group\n1,a\n2,b\n")
+    return write_pairs(str(folder / "toy.txt"), sequences), str(folder / "items.csv"), str(folder / "users.csv")
+
+
+def test_the_attributes_are_prepared_in_the_models_id_order(toy, tmp_path):
+    source, items, users = toy
+    prepared = prepare(_config(item_features=items, user_features=users), str(tmp_path), source, progress=False)
+    encoded, people = prepared.features("item"), prepared.features("user")
+    raw = prepared.sequences().item_ids
+    vocabulary = encoded.vocabularies["parity"]
+    assert vocabulary == ["<missing>", "even", "odd"]
+    parity = encoded.arrays["parity"]
+    assert parity.shape == (prepared.metadata["vocab_size"],) and parity[0] == 0 and parity[-1] == 0
+    assert [vocabulary[parity[i]] for i in range(1, len(raw) + 1)] == [
+        "even" if int(item) % 2 == 0 else "odd" for item in raw]
+    mean, std = encoded.scales["size"]
+    np.testing.assert_allclose(encoded.arrays["size"][1:len(raw) + 1] * std + mean, raw.astype(float), rtol=1e-5)
+    assert (encoded.covered, encoded.unseen) == (len(raw), 1)
+    user_ids = list(prepared.sequences().user_ids)
+    groups = people.arrays["group"]
+    assert groups.shape == (len(user_ids) + 1,)
+    assert people.vocabularies["group"][groups[user_ids.index("1") + 1]] == "a" and groups[user_ids.index("3") + 1] == 0
+    assert {"item_features.npz", "item_features.json", "user_features.npz"} <= set(prepared.metadata["files"])
+    assert prepare(_config(), str(tmp_path), source, progress=False).features("item") is None
+
+
+def test_the_data_key_holds_the_files_contents_not_their_paths(toy, tmp_path):
+    source, items, _ = toy
+    identity = source_identity(source)
+    plain = output_directory(_config(), str(tmp_path), identity)
+    with_features = output_directory(_config(item_features=items), str(tmp_path), identity)
+    copy = str(tmp_path / "copy.csv")
+    shutil.copy(items, copy)
+    assert with_features != plain
+    assert output_directory(_config(item_features=copy), str(tmp_path), identity) == with_features
+    with open(copy, "a", encoding="utf-8") as handle:
+        handle.write("100001,even,4\n")
+    assert output_directory(_config(item_features=copy), str(tmp_path), identity) != with_features
+    assert "item_features" not in _config().key_settings()  # without features: the key of before
+
+
+@pytest.mark.parametrize("text, message", [
+    ("user,group\n1,a\n99,b\n", r"1 user id\(s\) of the file are not in the data, e.g. .99."),
+    ("user,group\n1,a,b\n", "line 2: 3 fields, the header has 2"),
+])
+def test_a_bad_feature_file_stops_the_preparation_before_anything_is_written(toy, tmp_path, text, message):
+    source, _, _ = toy
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        prepare(_config(user_features=str(bad)), str(tmp_path / "data"), source, progress=False)
+    folder = tmp_path / "data" / "beauty"
+    assert not folder.exists() or not [name for name in os.listdir(folder) if not name.startswith(".")]
+
+
+def test_a_family_that_reads_no_attributes_refuses_a_feature_file(toy):
+    _, items, _ = toy
+    with pytest.raises(ValueError, match=r"^--config item_features: sasrec reads no item attributes"):
+        cli.experiment_config("beauty", [f"item_features={items}"], None, "sasrec", None)
