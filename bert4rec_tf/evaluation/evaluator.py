@@ -49,7 +49,7 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
              candidates: dict[str, np.ndarray] | None = None, protocols: tuple[str, ...] = PROTOCOLS,
              batch_size: int = 256, progress: bool = False, trim: bool = True,
              max_batch_scores: int = MAX_BATCH_SCORES, users: np.ndarray | None = None,
-             inputs: dict | None = None) -> dict[str, dict[str, float]]:
+             inputs: dict | None = None, ranks_out: dict | None = None) -> dict[str, dict[str, float]]:
     """Metrics of `model` on every user (or on `users`) for `stage` ("valid" or "test").
 
     Users are scored in batches of similar history length, each batch trimmed to its longest
@@ -84,6 +84,8 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
             histories, users, target and candidates, excluded items), made once and kept in it, up to
             `MAX_KEPT_INPUT_BYTES`, so that later calls with the same arguments only score; a call
             with other arguments empties it first. None: made every call.
+        ranks_out: a dict given to receive each protocol's per-user target ranks (0-based), in the
+            order of "users" (also set), e.g. for `bert4rec_tf.evaluation.slices.sliced_metrics`.
 
     Returns:
         {protocol: {metric: value}}: HR@1/5/10, NDCG@5/10, MRR for the sampled protocols;
@@ -139,6 +141,8 @@ def evaluate(model, sequences: UserSequences, stage: str, max_len: int,
         for index, protocol in enumerate(sampled):
             others = chosen[:, bounds[index]:bounds[index + 1]]  # [b, C]
             ranks[protocol][batch] = ops.convert_to_numpy(target_rank(target_scores, others))
+    if ranks_out is not None:
+        ranks_out.update({protocol: ranks[protocol][evaluated] for protocol in protocols}, users=evaluated)
     return {protocol: metrics_from_ranks(ranks[protocol][evaluated], FULL_METRICS if protocol == "full" else SAMPLED_METRICS)
             for protocol in protocols}
 

@@ -33,6 +33,7 @@ from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METR
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.evaluator import evaluate, evaluation_users
+from bert4rec_tf.evaluation.slices import sliced_metrics, target_frequencies
 from bert4rec_tf.export.saved_model import export_saved_model
 from bert4rec_tf.files import atomic_path, quiet_after_failed_write, write_error, write_json_atomic
 from bert4rec_tf.tasks import get_task, reference_model
@@ -219,7 +220,11 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
 
     if validate is not None and state["best_weights"]:
         load_checkpoint(model, run.checkpoint(state["best_weights"]))
-    results = evaluate(model, sequences, "test", config.data.history_length(), candidates, batch_size=256, users=evaluated)
+    ranks = {}
+    results = evaluate(model, sequences, "test", config.data.history_length(), candidates, batch_size=256, users=evaluated,
+                       ranks_out=ranks)
+    frequencies = target_frequencies(sequences, "test", config.data.split)[ranks.pop("users")]
+    slices = sliced_metrics(ranks, frequencies, {protocol: tuple(values) for protocol, values in results.items()})
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
     pop_check = {}
     if task.trains and validate is not None:
@@ -242,6 +247,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     note = config.model.loss_note()
     write_json_atomic(run.path("results.json"),
                       {"test": results, "best_step": state["best_step"], "steps": state["step"],
+                       "test_slices": {"by": "the test target's training occurrences", **slices},
                        "outputs": run.output_files(),
                        **({"loss_note": note} if note else {}),
                        **({} if evaluated is None else {"evaluated_users": len(evaluated),

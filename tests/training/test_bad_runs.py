@@ -143,6 +143,19 @@ def test_divergence_stops_naming_the_step_and_keeps_no_nan_model(sources, good_r
         strict_json(path)
 
 
+def test_the_test_is_also_reported_by_the_training_frequency_of_its_targets(good_run):
+    _, model_dir = good_run
+    results = strict_json(os.path.join(model_dir, "results.json"))
+    slices = {label: value for label, value in results["test_slices"].items() if label != "by"}
+    assert set(slices) == {"<5", "5-20", ">20"}
+    users = sum(value["users"] for value in slices.values())
+    assert users == results.get("evaluated_users", users) and users > 0
+    for protocol, metrics in results["test"].items():
+        for metric, overall in metrics.items():  # the slices' weighted mean is the whole test's
+            parts = [value["users"] * value[protocol][metric] for value in slices.values() if value["users"]]
+            assert sum(parts) / users == pytest.approx(overall, abs=1e-9), (protocol, metric)
+
+
 def test_every_json_file_of_a_run_is_strict_json(good_run):
     _, model_dir = good_run
     paths = glob.glob(os.path.join(model_dir, "**", "*.json"), recursive=True)
