@@ -10,19 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from bert4rec_tf.data.preprocess import UserSequences
-from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.metrics import metrics_from_ranks
 
 # The slices' edges: fewer than 5 training occurrences, 5 to 20, more than 20.
 FREQUENCY_EDGES = (5, 21)
 
 
-def target_frequencies(sequences: UserSequences, stage: str, split: str = "valid") -> np.ndarray:
-    """Per user (0-based), the training occurrences of its `stage` target ("valid": the second last
-    item, "test": the last)."""
+def target_frequencies(sequences: UserSequences, train: list[np.ndarray], stage: str) -> np.ndarray:
+    """Per user (0-based), the occurrences in `train` (`training_sequences` of the run's split) of
+    its `stage` target ("valid": the second last item, "test": the last)."""
     if stage not in ("valid", "test"):
         raise ValueError(f"stage must be 'valid' or 'test', got {stage!r}")
-    train = training_sequences(sequences, split)
     counts = np.bincount(np.concatenate(train) if train else np.zeros(0, np.int64),
                          minlength=sequences.num_items + 1)
     targets = sequences.items[sequences.offsets[1:] - (1 if stage == "test" else 2)]

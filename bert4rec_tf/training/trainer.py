@@ -223,7 +223,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
     ranks = {}
     results = evaluate(model, sequences, "test", config.data.history_length(), candidates, batch_size=256, users=evaluated,
                        ranks_out=ranks)
-    frequencies = target_frequencies(sequences, "test", config.data.split)[ranks.pop("users")]
+    frequencies = target_frequencies(sequences, train, "test")[ranks.pop("users")]
     slices = sliced_metrics(ranks, frequencies, {protocol: tuple(values) for protocol, values in results.items()})
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
     pop_check = {}

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from bert4rec_tf.data.split import training_sequences
 from bert4rec_tf.evaluation.metrics import SAMPLED_METRICS
 from bert4rec_tf.evaluation.slices import slice_labels, sliced_metrics, target_frequencies
 from tests.data.test_pipeline import sequences_of
@@ -17,11 +18,11 @@ def test_target_frequencies_count_the_splits_training_items_only():
     # Training items under "valid" (the last two held out): [1, 1], [1, 2], [3]; under "original": one more each.
     sequences = sequences_of([[1, 1, 2, 3], [1, 2, 2, 1], [3, 1, 2]], num_items=3)
     # counts under "valid": item 1 three times, 2 once, 3 once
-    assert target_frequencies(sequences, "test").tolist() == [1, 3, 1]  # targets 3, 1, 2
-    assert target_frequencies(sequences, "valid").tolist() == [1, 1, 3]  # targets 2, 2, 1
-    assert target_frequencies(sequences, "test", split="original").tolist() == [1, 4, 3]
+    assert target_frequencies(sequences, training_sequences(sequences, "valid"), "test").tolist() == [1, 3, 1]  # targets 3, 1, 2
+    assert target_frequencies(sequences, training_sequences(sequences, "valid"), "valid").tolist() == [1, 1, 3]  # targets 2, 2, 1
+    assert target_frequencies(sequences, training_sequences(sequences, "original"), "test").tolist() == [1, 4, 3]
     with pytest.raises(ValueError, match="stage must be 'valid' or 'test'"):
-        target_frequencies(sequences, "train")
+        target_frequencies(sequences, [], "train")
 
 
 def test_each_slice_averages_its_own_users():
@@ -46,7 +47,7 @@ def test_the_evaluators_ranks_give_the_same_averages_and_their_slices():
     # targets 4 (5, 6 above: rank 2), 5 (rank 0), 4 (1, 3 below: rank 0)
     assert ranks["pop"].tolist() == [2, 0, 0] and ranks["users"].tolist() == [0, 1, 2]
     assert out["pop"]["MRR"] == pytest.approx((1 / 3 + 1 + 1) / 3)
-    frequencies = target_frequencies(sequences, "test")
+    frequencies = target_frequencies(sequences, training_sequences(sequences, "valid"), "test")
     assert frequencies.tolist() == [2, 0, 2]  # item 4 is in two training lists ([1, 2] has none), item 5 in none
     found = sliced_metrics({"pop": ranks["pop"]}, frequencies, {"pop": SAMPLED_METRICS}, edges=(1, 3))
     assert found["<1"]["users"] == 1 and found["<1"]["pop"]["HR@1"] == 1.0
