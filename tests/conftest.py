@@ -19,7 +19,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LONGEST_FIRST = ("tasks/test_tasks.py", "tasks/test_tasks_other_half.py", "training/test_faults.py",
                  "training/test_pop_guard.py", "models/test_bert4rec.py",
                  "models/test_relatives.py", "training/test_trainer.py", "export/test_every_model.py",
-                 "export/test_saved_model.py", "models/test_padding.py")
+                 "export/test_saved_model.py", "training/test_feature_learning.py", "models/test_padding.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -109,6 +109,34 @@ def planted_order_sequences(num_users: int = 300, num_items: int = 60, lengths: 
             items.append(int(successor[items[-1]]) if follows else int(rng.choice(num_items, p=popularity)))
         sequences[f"u{user}"] = [f"i{item + 1}" for item in items]
     return sequences
+
+
+def planted_category_sequences(num_users: int = 500, categories: int = 10, per_category: int = 300,
+                                lengths: tuple[int, int] = (8, 16), follow: float = 0.9, cold: int = 0,
+                                seed: int = 0) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Users who move through categories in one cyclic order, each item drawn uniformly in its category:
+    the category is the signal, and with many items per category each item occurs too rarely for its
+    own row to learn it.
+
+    Each user starts in a random category; every next item is from the next category with probability
+    `follow`, else from a random one. Items "i1".. belong to categories 0.. in blocks of `per_category`;
+    the `cold` items after each block (ids continuing the numbering) are in the category and never
+    occur in a sequence.
+
+    Returns:
+        the sequences, and every item's category (the cold items' too).
+    """
+    rng = np.random.default_rng(seed)
+    block = per_category + cold
+    category = {f"i{c * block + k + 1}": c for c in range(categories) for k in range(block)}
+    sequences = {}
+    for user in range(1, num_users + 1):
+        current, items = int(rng.integers(categories)), []
+        for _ in range(int(rng.integers(lengths[0], lengths[1] + 1))):
+            items.append(f"i{current * block + int(rng.integers(per_category)) + 1}")
+            current = (current + 1) % categories if rng.random() < follow else int(rng.integers(categories))
+        sequences[f"u{user}"] = items
+    return sequences, category
 
 
 def event_scalars(path: str) -> dict[str, dict[int, float]]:

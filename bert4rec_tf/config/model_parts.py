@@ -113,6 +113,21 @@ class TransformerPart(EmbeddingPart):
 
 
 @dataclasses.dataclass
+class ItemAttributesPart(Section):
+    """Item attributes fused into the item representation (`data.item_features`; `ItemEmbedding`).
+
+    Attributes:
+        item_attributes: the attributes of the feature file, as `FeatureEmbedding` takes them; set
+            from the prepared data (empty: ids only, the paper's model).
+        attributes_at_output: also score items from their attributes: the tied output table is
+            E + F instead of E, so an item whose id row never trained is scored by its attributes.
+    """
+
+    item_attributes: list = dataclasses.field(default_factory=list)
+    attributes_at_output: bool = False
+
+
+@dataclasses.dataclass
 class SampledSoftmaxPart(Section):
     """The sampled head of a softmax model under `loss` "sampled_softmax" (not the papers' loss).
 

@@ -139,19 +139,25 @@ class SlidingWindowData(WindowData):
         item_features, user_features: feature files of item and user attributes
             (`bert4rec_tf.data.features`; "": none), read in `encoding` and encoded with the prepared
             data, whose key holds their contents' SHA-256 (not their paths).
+        feature_items: the items of `item_features` without interactions join the catalogue (after
+            the others): a model that scores items from their attributes can recommend them.
     """
 
     prop_sliding_window: float = 0.5
     item_features: str = ""
     user_features: str = ""
+    feature_items: bool = False
 
     def key_settings(self) -> dict[str, Any]:
         # No feature file: the key of before there were features.
         return {name: value for name, value in super().key_settings().items()
-                if name not in FEATURE_FIELDS or value}
+                if name not in (*FEATURE_FIELDS, "feature_items") or value}
 
     def check(self) -> None:
         super().check()
+        if self.feature_items and not self.item_features:
+            raise ValueError("--config feature_items=true adds the items of the item feature file: give it with "
+                             "--config item_features=FILE")
         if self.prop_sliding_window == -1:
             return
         require(0.0 < self.prop_sliding_window <= 1.0, "prop_sliding_window", self.prop_sliding_window,

@@ -171,6 +171,21 @@ class EncodedFeatures:
                    description["vocabularies"], {name: tuple(scale) for name, scale in description["scales"].items()},
                    description["covered"], description["unseen"], description["kinds"])
 
+    def attributes(self) -> list[dict]:
+        """The attributes as `bert4rec_tf.layers.FeatureEmbedding` takes them: per attribute its
+        "name" and "kind", with "size" (values, index 0 included) for categorical and multi ones and
+        "width" (most values of one id) for multi ones; in the file's column order."""
+        found = []
+        for name, array in self.arrays.items():
+            if name in self.scales:
+                found.append({"name": name, "kind": "numeric"})
+            elif array.ndim == 2:
+                found.append({"name": name, "kind": "multi", "size": len(self.vocabularies[name]),
+                              "width": int(array.shape[1])})
+            else:
+                found.append({"name": name, "kind": "categorical", "size": len(self.vocabularies[name])})
+        return found
+
 
 def encode(table: FeatureTable, vocabulary: Sequence[str | None], unknown: str = "error") -> EncodedFeatures:
     """`table` in the order of `vocabulary` (raw id of model id i at position i; None for ids with no

@@ -228,10 +228,15 @@ def check_usable(sequences: UserSequences, config: DataConfig) -> None:
     check_enough_items(sequences, config.num_negatives)
 
 
-def read_feature_files(config: DataConfig, sequences: UserSequences) -> dict[str, EncodedFeatures]:
+def read_feature_files(config: DataConfig, sequences: UserSequences) -> tuple[UserSequences, dict[str, EncodedFeatures]]:
     """The feature files `config` names, each encoded in the order of the model's ids: items in the
     vocabulary's (padding 0, items 1..n, the special ids after them), users as their indices (1..n).
-    A user of the file the data lacks is an error; an item it lacks is counted (`unseen`), not encoded.
+    A user of the file the data lack is an error. An item of the file the data lack is counted
+    (`unseen`) and left out, or with `data.feature_items` joins the catalogue after the items with
+    interactions (in the file's order), so that it can be recommended from its attributes.
+
+    Returns:
+        the sequences (with the file's items, under `feature_items`) and the encoded features by key.
 
     Raises:
         DataError: one line naming the file, line and column of the first problem.
@@ -242,11 +247,17 @@ def read_feature_files(config: DataConfig, sequences: UserSequences) -> dict[str
         if not path:
             continue
         table = read_features(path, config.encoding, key=key)
+        if key == "item" and getattr(config, "feature_items", False):
+            known = set(sequences.item_ids)
+            extra = [raw for raw in table.ids if raw not in known]
+            if extra:
+                sequences = dataclasses.replace(
+                    sequences, item_ids=np.concatenate([sequences.item_ids, np.asarray(extra, dtype=object)]))
         ids = sequences.item_ids if key == "item" else sequences.user_ids
         rows = vocab_size(len(ids)) if key == "item" else len(ids) + 1
         vocabulary = [None, *ids, *[None] * (rows - len(ids) - 1)]
         found[key] = encode(table, vocabulary, unknown="ignore" if key == "item" else "error")
-    return found
+    return sequences, found
 
 
 def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, workers: int,
@@ -272,7 +283,8 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
     sequences, builder = load_user_sequences(config.dataset, data_dir, source_file, config.encoding,
                                              check=functools.partial(check_usable, config=config))
     check_usable(sequences, config)
-    features = read_feature_files(config, sequences)  # a bad file stops here, before anything is built
+    # A bad file stops here, before anything is built.
+    sequences, features = read_feature_files(config, sequences)
     train = training_sequences(sequences, config.split)
     candidates = sampled_candidates(sequences, config)
     masked = isinstance(config, MaskedData)  # the Cloze families' instances, written here

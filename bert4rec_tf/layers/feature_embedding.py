@@ -31,11 +31,16 @@ class FeatureEmbedding(keras.layers.Layer):
         hidden_size: d.
         values: the arrays, by attribute name (given when the layer is made, not saved in its
             config: the weights hold them).
+        of: "item" or "user", whose attributes they are (`SequentialRecommender.set_attributes`).
         **kwargs: passed to `keras.layers.Layer`.
     """
 
-    def __init__(self, attributes: list[dict], rows: int, hidden_size: int, values: dict | None = None, **kwargs):
+    def __init__(self, attributes: list[dict], rows: int, hidden_size: int, values: dict | None = None,
+                 of: str = "item", **kwargs):
         super().__init__(**kwargs)
+        if of not in ("item", "user"):
+            raise ValueError(f"of must be 'item' or 'user', got {of!r}")
+        self.of = of
         for attribute in attributes:
             if attribute["kind"] not in KINDS:
                 raise ValueError(f"attribute {attribute['name']!r} has kind {attribute['kind']!r}; kinds: {KINDS}")
@@ -59,14 +64,30 @@ class FeatureEmbedding(keras.layers.Layer):
                 self.embeddings[name] = self.add_weight(name=f"{name}_embeddings",
                                                         shape=(attribute["size"], self.hidden_size),
                                                         initializer=kernel_initializer())
-        if self._initial_values is not None:
-            for name, table in self.value_tables.items():
-                array = np.asarray(self._initial_values[name])
-                if tuple(array.shape) != tuple(table.shape):
-                    raise ValueError(f"attribute {name!r}: values of shape {array.shape}, the layer holds {table.shape}")
-                table.assign(array.astype(table.dtype))
-            self._initial_values = None
         self.built = True
+        if self._initial_values is not None:
+            self.assign_values(self._initial_values)
+            self._initial_values = None
+
+    def assign_values(self, values: dict, extra_rows: int = 0) -> None:
+        """Sets the attributes of every id: `values` by attribute name, the arrays of
+        `bert4rec_tf.data.features.encode`; `extra_rows` ids after them (tokens a model adds after
+        the vocabulary) get no attribute.
+
+        Raises:
+            ValueError: an attribute missing from `values`, or of another shape than the layer's.
+        """
+        if not self.built:
+            self.build()
+        for name, table in self.value_tables.items():
+            if name not in values:
+                raise ValueError(f"attribute {name!r} has no values (given: {', '.join(values) or 'none'})")
+            array = np.asarray(values[name])
+            if extra_rows:
+                array = np.concatenate([array, np.zeros((extra_rows, *array.shape[1:]), array.dtype)])
+            if tuple(array.shape) != tuple(table.shape):
+                raise ValueError(f"attribute {name!r}: values of shape {array.shape}, the layer holds {table.shape}")
+            table.assign(array.astype(table.dtype))
 
     def call(self, ids):
         """The attribute embedding of `ids` (int, any shape S): [*S, hidden_size]."""
@@ -94,19 +115,6 @@ class FeatureEmbedding(keras.layers.Layer):
         config = super().get_config()
         # The values are in the layer's weights, not its config: a loaded layer gets them from the file.
         config.update({"attributes": self.attributes, "rows": self.rows, "hidden_size": self.hidden_size,
-                       "values": None})
+                       "values": None, "of": self.of})
         return config
 
-
-def attributes_of(encoded) -> list[dict]:
-    """The `attributes` argument of `FeatureEmbedding` for `bert4rec_tf.data.features.EncodedFeatures`."""
-    found = []
-    for name, array in encoded.arrays.items():
-        if name in encoded.scales:
-            found.append({"name": name, "kind": "numeric"})
-        elif array.ndim == 2:
-            found.append({"name": name, "kind": "multi", "size": len(encoded.vocabularies[name]),
-                          "width": int(array.shape[1])})
-        else:
-            found.append({"name": name, "kind": "categorical", "size": len(encoded.vocabularies[name])})
-    return found

@@ -5,12 +5,18 @@ from keras import ops
 
 from bert4rec_tf.constants import LAYER_NORM_EPSILON
 from bert4rec_tf.layers.dropout import Dropout
+from bert4rec_tf.layers.feature_embedding import FeatureEmbedding
 from bert4rec_tf.layers.initializers import kernel_initializer
 
 
 @keras.saving.register_keras_serializable(package="bert4rec_tf")
 class ItemEmbedding(keras.layers.Layer):
     """Dropout(LN(E[item] + P[position])), BERT's embedding_postprocessor without token types.
+
+    With item attributes, each item is represented by its id and its attributes: E[item] + F[item]
+    (`FeatureEmbedding`) at the input, and with `attributes_at_output` also in the table the tied
+    head scores against (`output_table`), so that an item whose id row never trained is scored from
+    its attributes. Without attributes the layer is exactly the one of before.
 
     The original also added a one-row token-type embedding; a constant vector added before the
     LayerNorm is absorbed exactly by the position embedding, so it is left out.
@@ -28,6 +34,9 @@ class ItemEmbedding(keras.layers.Layer):
             every item's position); default: the first column is 0 (padding on the right).
         scaled_no_norm: Dropout(sqrt(d) E[item] + P[position]) with no LayerNorm, as the SASRec
             authors' code (`model.code_network`).
+        item_attributes: the items' attributes (`FeatureEmbedding`'s `attributes`; None or empty:
+            ids only); their values are set with `item_features.assign_values`.
+        attributes_at_output: `output_table` is E + F (default: E).
         **kwargs: passed to `keras.layers.Layer`.
     """
 
@@ -41,6 +50,8 @@ class ItemEmbedding(keras.layers.Layer):
         dropout_before_norm: bool = False,
         positions_from_end: bool = False,
         scaled_no_norm: bool = False,
+        item_attributes: list[dict] | None = None,
+        attributes_at_output: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -52,6 +63,10 @@ class ItemEmbedding(keras.layers.Layer):
         self.dropout_before_norm = dropout_before_norm
         self.positions_from_end = positions_from_end
         self.scaled_no_norm = scaled_no_norm
+        self.item_attributes = [dict(attribute) for attribute in item_attributes or []]
+        if attributes_at_output and not self.item_attributes:
+            raise ValueError("attributes_at_output needs item attributes")
+        self.attributes_at_output = attributes_at_output
 
     def build(self, input_shape=None):
         self.item_embedding = keras.layers.Embedding(
@@ -79,12 +94,25 @@ class ItemEmbedding(keras.layers.Layer):
         self.dropout = Dropout(
             self.hidden_dropout, dtype=self.dtype_policy, name="dropout"
         )
+        self.item_features = None
+        if self.item_attributes:
+            self.item_features = FeatureEmbedding(self.item_attributes, rows=self.vocab_size,
+                                                  hidden_size=self.hidden_size, dtype=self.dtype_policy,
+                                                  name="item_features")
+            self.item_features.build()
         self.built = True
 
     @property
     def item_embeddings(self) -> keras.Variable:
         """The item table variable, [vocab_size, hidden_size], shared with the output head."""
         return self.item_embedding.embeddings
+
+    def output_table(self):
+        """The table the tied head scores against, [vocab_size, hidden_size]: the item table variable
+        itself, or with `attributes_at_output` E + F of every id."""
+        if not self.attributes_at_output:
+            return self.item_embeddings
+        return ops.cast(self.item_embeddings, self.item_features.compute_dtype) + self.item_features.all_rows()
 
     def call(self, inputs, padding_mask=None, training=None):
         """Embeds a batch of item id sequences.
@@ -102,6 +130,8 @@ class ItemEmbedding(keras.layers.Layer):
             [batch, seq_len, hidden_size].
         """
         embeddings = self.item_embedding(inputs)  # [batch, seq_len, hidden]
+        if self.item_features is not None:
+            embeddings = embeddings + self.item_features(inputs)
         if self.scaled_no_norm:
             embeddings = embeddings * (self.hidden_size ** 0.5)
         if self.use_position_embedding:
@@ -128,4 +158,6 @@ class ItemEmbedding(keras.layers.Layer):
             positions_from_end=self.positions_from_end,
             scaled_no_norm=self.scaled_no_norm,
         )
+        if self.item_attributes:  # a layer without attributes has the config of before
+            config.update(item_attributes=self.item_attributes, attributes_at_output=self.attributes_at_output)
         return config

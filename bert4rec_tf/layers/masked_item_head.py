@@ -65,7 +65,7 @@ class MaskedItemHead(keras.layers.Layer):
             [..., vocab_size] logits, in the head's compute dtype.
         """
         hidden = self.transform_hidden(inputs)
-        table = ops.cast(self.embedding.item_embeddings, hidden.dtype)  # [vocab, hidden]
+        table = ops.cast(self.embedding.output_table(), hidden.dtype)  # [vocab, hidden]
         return ops.matmul(hidden, ops.transpose(table)) + self.output_bias  # [..., vocab]
 
     def get_config(self) -> dict:

@@ -88,6 +88,27 @@ class SequentialRecommender(keras.Model):
     def fit_statistics(self, train_sequences: list) -> None:
         """Takes what the model needs from the training sequences (nothing by default)."""
 
+    def set_attributes(self, features: dict) -> None:
+        """Gives every `FeatureEmbedding` of the model the attributes of its ids.
+
+        Args:
+            features: "item" (and "user") -> `bert4rec_tf.data.features.EncodedFeatures` of the
+                prepared data (`PreparedData.features`); rows a model adds after them (its extra
+                tokens) get no attribute.
+
+        Raises:
+            ValueError: the model reads attributes the data lack.
+        """
+        from bert4rec_tf.layers.feature_embedding import FeatureEmbedding
+
+        for layer in self._flatten_layers():
+            if isinstance(layer, FeatureEmbedding):
+                encoded = features.get(layer.of)
+                if encoded is None:
+                    raise ValueError(f"the model reads {layer.of} attributes; the data have none")
+                rows = len(next(iter(encoded.arrays.values())))
+                layer.assign_values(encoded.arrays, extra_rows=layer.rows - rows)
+
     def training_loss(self, features: dict, labels=None):
         """The loss of one training batch with dropout on: `compute_loss` of `self(features, training=True)`
         (a model may compute the same value faster, e.g. BERT4Rec's fused head and loss)."""

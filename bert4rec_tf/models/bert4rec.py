@@ -101,6 +101,8 @@ class BERT4Rec(SequentialRecommender):
             max_len=config.max_len + self.EXTRA_TOKENS,
             hidden_dropout=config.hidden_dropout,
             use_position_embedding=config.use_position_embedding,
+            item_attributes=config.item_attributes,
+            attributes_at_output=config.attributes_at_output,
             dtype=self.dtype_policy,
             name="embedding",
         )
@@ -200,7 +202,7 @@ class BERT4Rec(SequentialRecommender):
         hidden = self.head.transform_hidden(ops.cast(self._states_at(sequence_output, flat_positions), "float32"))
         labels, weights = self._slot_targets(features, labels)
         vocab = self.model_config.vocab_size
-        table, bias, labels = self.embedding.item_embeddings, self.head.output_bias, ops.reshape(labels, (-1,))
+        table, bias, labels = self.embedding.output_table(), self.head.output_bias, ops.reshape(labels, (-1,))
         if self.sampler is None:
             if table.shape[0] != vocab:  # extra tokens' rows (a slice's gradient is a copy of the table)
                 table, bias = table[:vocab], bias[:vocab]

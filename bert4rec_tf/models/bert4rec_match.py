@@ -83,7 +83,7 @@ class BERT4RecMatch(BERT4Rec):
         """(matching loss, weight) of every instance, from H_1 `user` [batch, hidden]; weight 0 without a
         matching target."""
         positive = ops.cast(features["match_positive"][:, 0], "int32")  # [batch]
-        matching = matching_losses(user, self.embedding.item_embeddings, positive,
+        matching = matching_losses(user, self.embedding.output_table(), positive,
                                    ops.cast(features["match_negatives"], "int32"), self.model_config.match_scale)
         return matching, positive > 0
 

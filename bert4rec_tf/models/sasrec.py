@@ -52,6 +52,8 @@ class SASRec(SequentialRecommender):
             dropout_before_norm=True,
             positions_from_end=True,
             scaled_no_norm=config.code_network,
+            item_attributes=config.item_attributes,
+            attributes_at_output=config.attributes_at_output,
             dtype=self.dtype_policy,
             name="embedding",
         )
@@ -105,7 +107,7 @@ class SASRec(SequentialRecommender):
 
     def _item_scores(self, hidden):
         """hidden [..., d] . E^T -> float32 [..., vocab_size]."""
-        table = ops.cast(self.embedding.item_embeddings, "float32")
+        table = ops.cast(self.embedding.output_table(), "float32")
         return ops.matmul(ops.cast(hidden, "float32"), ops.transpose(table))
 
     def call(self, features: dict, training=None):
@@ -121,16 +123,16 @@ class SASRec(SequentialRecommender):
         "sampled_softmax" (the exact loss that the sampled one estimates: the validation loss)."""
         positives = ops.cast(x["positive_ids"], "int32")
         if self.model_config.loss == "bce":
-            return next_item_bce_loss(y_pred, self.embedding.item_embeddings, positives,
+            return next_item_bce_loss(y_pred, self.embedding.output_table(), positives,
                                       ops.cast(x["negative_ids"], "int32"))
-        return next_item_ce_loss(y_pred, self.embedding.item_embeddings, positives)
+        return next_item_ce_loss(y_pred, self.embedding.output_table(), positives)
 
     def training_loss(self, features: dict, labels=None):
         """`compute_loss` of the training forward pass; with `--loss sampled_softmax`, the sampled
         softmax over K negatives shared by the batch (`next_item_sampled_softmax_loss`)."""
         if self.sampler is None:
             return super().training_loss(features, labels)
-        return next_item_sampled_softmax_loss(self(features, training=True), self.embedding.item_embeddings,
+        return next_item_sampled_softmax_loss(self(features, training=True), self.embedding.output_table(),
                                               ops.cast(features["positive_ids"], "int32"), self.sampler(),
                                               self.sampler.log_q)
 

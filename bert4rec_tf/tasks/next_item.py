@@ -14,14 +14,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from bert4rec_tf.config import (ExperimentConfig, SampledSoftmaxPart, SlidingWindowData, TrainConfig,
-                                TrainedModelConfig, TransformerPart)
+from bert4rec_tf.config import (ExperimentConfig, ItemAttributesPart, SampledSoftmaxPart, SlidingWindowData,
+                                TrainConfig, TrainedModelConfig, TransformerPart)
 from bert4rec_tf.tasks.base import Task, history_features
 from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, Int
 
 
 @dataclasses.dataclass
-class SASRecConfig(SampledSoftmaxPart, TransformerPart, TrainedModelConfig):
+class SASRecConfig(ItemAttributesPart, SampledSoftmaxPart, TransformerPart, TrainedModelConfig):
     """SASRec's model section.
 
     Attributes:
@@ -82,6 +82,7 @@ class NextItemTask(NextItemWindowsTask):
     """SASRec's training: the next-item windows, one sampled negative per target."""
 
     name = "sasrec"
+    reads_features = ("item",)
     presets = {"sasrec": {
         "*": {"max_len": 50, "hidden_size": 50, "num_heads": 1, "intermediate_size": 50,
               "num_layers": 2, "hidden_dropout": 0.5, "attention_dropout": 0.5, "learning_rate": 1e-3,

@@ -121,9 +121,13 @@ def validate(config: ExperimentConfig) -> None:
     for key in ("item", "user"):
         path = getattr(config.data, f"{key}_features", "")
         if path and key not in task.reads_features:
-            reading = ", ".join(name for name, other in TASKS.items() if key in other.reads_features) or "none yet"
+            reading = ", ".join(sorted(name for name, other in TASKS.items()
+                                       if key in other.reads_features)) or "none yet"
             raise ValueError(f"--config {key}_features: {task.name} reads no {key} attributes (families that do: "
                              f"{reading})")
+    if getattr(config.model, "attributes_at_output", False) and not config.data.item_features:
+        raise ValueError("--config attributes_at_output=true scores items from their attributes: give them with "
+                         "--config item_features=FILE")
     task.validate(config)
 
 

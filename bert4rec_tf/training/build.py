@@ -47,6 +47,8 @@ def build_trainee(config: ExperimentConfig, prepared, train: list[np.ndarray]) -
     task = get_task(config.model.name)
     keras.utils.set_random_seed(config.data.seed)
     model = task.build_model(config.model)
+    if task.reads_features:
+        model.set_attributes({key: prepared.features(key) for key in task.reads_features})
     model.fit_statistics(train)
     if not task.trains:
         return Trainee(task, model, None, None)

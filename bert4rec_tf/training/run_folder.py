@@ -211,6 +211,9 @@ class RunFolder:
         """
         config.model.vocab_size = int(prepared.metadata["vocab_size"])
         config.model.num_users = int(prepared.metadata["num_users"])
+        if hasattr(config.model, "item_attributes"):
+            items = prepared.features("item")
+            config.model.item_attributes = [] if items is None else items.attributes()
         if state["step"]:
             self._check_same_run(config, prepared, state)
 
@@ -229,7 +232,8 @@ class RunFolder:
             ValueError: one line naming the fields that differ.
         """
         if state["step"]:
-            self._check_config(config, ignore=(("model", "vocab_size"), ("model", "num_users")))
+            self._check_config(config, ignore=(("model", "vocab_size"), ("model", "num_users"),
+                                               ("model", "item_attributes")))
 
     def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> dict:
         """Refuses `config` when it differs from the recorded one (`check_config`); returns the

@@ -21,6 +21,8 @@ results; the settings that differ between the runs come first.
 
 from __future__ import annotations
 
+import json
+
 import os
 import shutil
 
@@ -33,10 +35,11 @@ RESULTS = "results"
 
 
 def hparam_values(config: ExperimentConfig) -> dict[str, bool | int | float | str]:
-    """The configuration flattened to {"section.field": value}, e.g. {"model.hidden_size": 64, ...},
-    and "loss_note": what `loss_note` says of a loss that is not the paper's ("" for the paper's)."""
-    values = {f"{section}.{name}": value for section, fields in config.to_dict().items()
-              for name, value in fields.items()}
+    """The configuration flattened to {"section.field": value}, e.g. {"model.hidden_size": 64, ...}
+    (a list, as the item attributes, as its JSON text), and "loss_note": what `loss_note` says of a
+    loss that is not the paper's ("" for the paper's)."""
+    values = {f"{section}.{name}": json.dumps(value) if isinstance(value, (list, dict)) else value
+              for section, fields in config.to_dict().items() for name, value in fields.items()}
     return {**values, "loss_note": config.model.loss_note() or ""}
 
 

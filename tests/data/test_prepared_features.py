@@ -90,5 +90,13 @@ def test_a_bad_feature_file_stops_the_preparation_before_anything_is_written(toy
 
 def test_a_family_that_reads_no_attributes_refuses_a_feature_file(toy):
     _, items, _ = toy
-    with pytest.raises(ValueError, match=r"^--config item_features: sasrec reads no item attributes"):
-        cli.experiment_config("beauty", [f"item_features={items}"], None, "sasrec", None)
+    with pytest.raises(ValueError, match=r"^--config item_features: gru4rec reads no item attributes \(families "
+                                         r"that do: bert4rec, bert4rec_match, sasrec\)$"):
+        cli.experiment_config("beauty", [f"item_features={items}"], None, "gru4rec", None)
+    with pytest.raises(ValueError, match=r"^--config user_features: sasrec reads no user attributes \(families "
+                                         r"that do: none yet\)$"):
+        cli.experiment_config("beauty", [f"user_features={items}"], None, "sasrec", None)
+    with pytest.raises(ValueError, match=r"^--config attributes_at_output=true scores items from their attributes"):
+        cli.experiment_config("beauty", ["attributes_at_output=true"], None, "sasrec", None)
+    with pytest.raises(ValueError, match=r"^--config feature_items=true adds the items of the item feature file"):
+        cli.experiment_config("beauty", ["feature_items=true"], None, "sasrec", None)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bert4rec_tf.data.features import encode, read_features
-from bert4rec_tf.layers.feature_embedding import FeatureEmbedding, attributes_of
+from bert4rec_tf.layers.feature_embedding import FeatureEmbedding
 from tests.keras_test_utils import run_layer_test
 
 ATTRIBUTES = [{"name": "brand", "kind": "categorical", "size": 3},
@@ -57,8 +57,8 @@ def test_a_feature_file_gives_the_layers_attributes(tmp_path):
     path = tmp_path / "items.csv"
     path.write_text("item,genres:multi,year:numeric,brand\n1,a|b|c,2000,x\n2,b,1990,\n", encoding="utf-8")
     encoded = encode(read_features(str(path)), [None, "1", "2"])
-    assert attributes_of(encoded) == [{"name": "genres", "kind": "multi", "size": 4, "width": 3},
+    assert encoded.attributes() == [{"name": "genres", "kind": "multi", "size": 4, "width": 3},
                                       {"name": "year", "kind": "numeric"},
                                       {"name": "brand", "kind": "categorical", "size": 2}]
-    layer = FeatureEmbedding(attributes_of(encoded), rows=3, hidden_size=2, values=encoded.arrays)
+    layer = FeatureEmbedding(encoded.attributes(), rows=3, hidden_size=2, values=encoded.arrays)
     assert keras.ops.convert_to_numpy(layer(np.array([0, 1, 2]))).shape == (3, 2)
