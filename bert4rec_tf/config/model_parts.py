@@ -113,17 +113,20 @@ class TransformerPart(EmbeddingPart):
 
 
 @dataclasses.dataclass
-class ItemAttributesPart(Section):
-    """Item attributes fused into the item representation (`data.item_features`; `ItemEmbedding`).
+class AttributesPart(Section):
+    """Item and user attributes of the feature files (`data.item_features`, `data.user_features`)
+    in a sequence model: the item attributes join the item representation (`ItemEmbedding`), the
+    user's are added at every position of the input.
 
     Attributes:
-        item_attributes: the attributes of the feature file, as `FeatureEmbedding` takes them; set
-            from the prepared data (empty: ids only, the paper's model).
+        item_attributes, user_attributes: the attributes of the feature files, as `FeatureEmbedding`
+            takes them; set from the prepared data (empty: ids only, the paper's model).
         attributes_at_output: also score items from their attributes: the tied output table is
             E + F instead of E, so an item whose id row never trained is scored by its attributes.
     """
 
     item_attributes: list = dataclasses.field(default_factory=list)
+    user_attributes: list = dataclasses.field(default_factory=list)
     attributes_at_output: bool = False
 
 

@@ -221,7 +221,8 @@ def sampled_candidates(sequences: UserSequences, config: DataConfig) -> dict[str
 
 
 def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: NegativeSampler | None,
-                               batch_size: int | None = None, start: int = 0) -> tf.data.Dataset:
+                               batch_size: int | None = None, start: int = 0,
+                               with_users: bool = False) -> tf.data.Dataset:
     """SASRec's training instances: every position predicts the next item, against a negative; made
     a whole batch at a time.
 
@@ -238,6 +239,7 @@ def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: Ne
         sampler: draws the negatives; None: no `negative_ids` (GRU4Rec's negatives are the batch's).
         batch_size: batch the instances when given.
         start: the first instance number (instances already consumed), a multiple of `batch_size`.
+        with_users: also `info` int32 [1], the window's model user id (for user attributes).
 
     Returns:
         Instances of int32 `input_ids`, `positive_ids` and `negative_ids` [max_len], 0 at padding,
@@ -258,11 +260,13 @@ def next_item_training_dataset(windows: Windows, config: DataConfig, sampler: Ne
         aligned = tf.gather(tf.gather(tokens, window), rotated, batch_dims=1)
         inputs, positives = aligned[:, :-1], aligned[:, 1:]  # [B, width - 1] each
         positives = tf.where(inputs != PAD_ID, positives, PAD_ID)
+        features = {"input_ids": inputs, "positive_ids": positives}
+        if with_users:
+            features["info"] = tf.cast(tf.gather(users, window), tf.int32)[:, tf.newaxis]
         if sampler is None:
-            return {"input_ids": inputs, "positive_ids": positives}
+            return features
         negatives = sampler.sample_rows(tf.gather(users, window), width - 1,
                                         instance_seed(config.seed, Stream.NEXT_ITEM_NEGATIVES, batch))
-        return {"input_ids": inputs, "positive_ids": positives,
-                "negative_ids": tf.where(positives != PAD_ID, tf.cast(negatives, tf.int32), PAD_ID)}
+        return {**features, "negative_ids": tf.where(positives != PAD_ID, tf.cast(negatives, tf.int32), PAD_ID)}
 
     return batch_stream(make, batch_size, start, "next-item")

@@ -28,7 +28,9 @@ class Run:
     masked slots from the resolved maximum length N, and `max_learning_rate` caps the resolved rate.
     `against` names the setting (same data set) a run departs from: the report sets the two side by
     side. A `tuned` run trains its flags with the settings its study chose on validation
-    (`<studies>/<dataset>-<against>/best.flags`, made by bert4rec-tune; `reproduce.tuned_plan`).
+    (`<studies>/<dataset>-<against>/best.flags`, made by bert4rec-tune; `reproduce.tuned_plan`). A run
+    that does not `share` trains in its experiment even when another experiment has a record of the
+    same settings (its comparison wants every run of it trained on the same machine).
     """
 
     dataset: str
@@ -40,6 +42,7 @@ class Run:
     max_learning_rate: float | None = None
     against: str | None = None
     tuned: bool = False
+    share: bool = True
 
     @property
     def name(self) -> str:
@@ -173,8 +176,36 @@ def _table2_tuned(dataset: str) -> list[Run]:
     return runs
 
 
-EXPERIMENTS = {"table2": _table2, "table2_tuned": _table2_tuned, "ablation": _ablation, "mask_proportion": _mask_proportion, "max_len": _max_len,
-               "hidden_size": _hidden_size, "sampled_softmax": _sampled_softmax}
+# The folder of the attribute files in a run's flags: `bert4rec-reproduce --attributes` puts the folder
+# in its place in the command it runs, and the run's settings keep the token, so that they do not
+# depend on where the files are (the prepared data's key binds their contents).
+ATTRIBUTES_TOKEN = "{attributes}"
+
+
+def _features(dataset: str) -> list[Run]:
+    # SASRec (ce) and BERT4Rec of Table 2 with ids only, with the item attributes at the input and the
+    # output, and with the user attributes as well; each beside the run it adds to. The id-only runs
+    # are Table 2's, trained here again (`share` False) so that all three of a model train on the same
+    # machine.
+    exact = {run.setting: run for run in _table2(dataset)}
+    items = _config(f"item_features={ATTRIBUTES_TOKEN}/item_features.csv", "attributes_at_output=true")
+    users = _config(f"user_features={ATTRIBUTES_TOKEN}/user_features.csv")
+    runs = []
+    for base in ("sasrec-ce", "bert4rec"):
+        run = exact[base]
+        runs += [dataclasses.replace(run, setting=f"{base}-ids", share=False),
+                 dataclasses.replace(run, setting=f"{base}-items", flags=run.flags + items, against=f"{base}-ids"),
+                 dataclasses.replace(run, setting=f"{base}-items-users", flags=run.flags + items + users,
+                                     against=f"{base}-items")]
+    return runs
+
+
+EXPERIMENTS = {"table2": _table2, "table2_tuned": _table2_tuned, "ablation": _ablation,
+               "mask_proportion": _mask_proportion, "max_len": _max_len, "hidden_size": _hidden_size,
+               "sampled_softmax": _sampled_softmax, "features": _features}
+# Experiments whose report also shows the test by the targets' training occurrences (what attributes
+# do for rare items).
+SLICED = ("features",)
 SWEEPS = {"mask_proportion": "mask proportion rho", "max_len": "maximum length N", "hidden_size": "hidden size d"}
 # Experiments renamed, by their old name: `mask_prob` swept rho, not the config's `data.mask_prob`.
 RENAMED = {"mask_prob": "mask_proportion"}

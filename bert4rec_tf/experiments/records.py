@@ -51,7 +51,7 @@ def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], 
             "instances": state.get("instances", 0), "test": results["test"], "curve": curve,
             "data": {key: data[key] for key in ("source", "data_key") if key in data},
             **({"config": config} if config is not None else {}),
-            **{key: results[key] for key in ("above_pop", "pop_validation", "evaluated_users", "users")
+            **{key: results[key] for key in ("above_pop", "pop_validation", "evaluated_users", "users", "test_slices")
                if key in results}}
 
 
@@ -139,7 +139,7 @@ def shared_record(results_dir: str, experiment: str, run: Run, settings: list[st
     `earlier`, also such a record made under a configuration its settings no longer give, with
     `earlier_configuration` naming the fields that differ (what the report shows, marked, until a run
     trains again)."""
-    if not os.path.isdir(results_dir):
+    if not os.path.isdir(results_dir) or not getattr(run, "share", True):
         return None
     mine = resolved_settings(settings)
     for other in sorted(os.listdir(results_dir)):

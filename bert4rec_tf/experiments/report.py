@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import posixpath
 import re
 
 from bert4rec_tf.constants import POP_MARGIN, PROTOCOL_LABELS, SELECTION_METRIC, metric_label
-from bert4rec_tf.experiments.plans import SWEEPS, Run
+from bert4rec_tf.experiments.plans import SLICED, SWEEPS, Run
 from bert4rec_tf.experiments.provenance import machine_notes, portable_command, speed_cell
 from bert4rec_tf.experiments.published import PUBLISHED, PUBLISHED_FULL, TUNED_SUFFIX
 from bert4rec_tf.experiments.verdicts import (DEPARTURE_METRICS, departures, orderings, sweep_summary,
@@ -205,6 +206,8 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
                   f"command does: {', '.join(record['run'] for record in earlier)}.", ""]
     for dataset in dict.fromkeys(run.dataset for run in runs):
         lines += _dataset_section(rows, runs, experiment, dataset)
+        if experiment in SLICED:
+            lines += _slices_table([record for record in records if record["dataset"] == dataset])
     lines += _tuning_table(records)
     if figures:
         lines += ["## Figures", ""]
@@ -241,6 +244,39 @@ def _dataset_section(rows: list[dict], runs: list[Run], experiment: str, dataset
         lines += _table2_table([entry for entry in table2_orderings(rows, TUNED_SUFFIX) if entry["dataset"] == dataset],
                                "tuned")
     return lines + _runs_table([row for row in rows if row["dataset"] == dataset])
+
+
+# The slices' metrics in the report: (protocol, metric) and how each is shown.
+_SLICE_METRICS = (("pop", "HR@10", "pop-100 HR@10"), ("pop", "NDCG@10", "pop-100 NDCG@10"),
+                  ("full", "Recall@10", "full Recall@10"))
+
+
+def _slices_table(records: list[dict]) -> list[str]:
+    """Each run's test metrics on its targets grouped by their training occurrences (`test_slices`),
+    each with two standard errors over the slice's users (records without slices are left out)."""
+    from bert4rec_tf.evaluation.slices import slice_labels
+
+    sliced = [record for record in records if record.get("test_slices")]
+    if not sliced:
+        return []
+    lines = ["The test by how often each user's test item occurs in training (the run's own training "
+             "sequences): each slice's users, and its metrics with two standard errors over them (for a mean m "
+             "of per-user values in [0, 1], 2 sqrt(m (1 - m) / users), at most NDCG@10's):", "",
+             "| run | training occurrences | users | " + " | ".join(label for *_, label in _SLICE_METRICS) + " |",
+             "|---|---|---|" + "---|" * len(_SLICE_METRICS)]
+    for record in sliced:
+        for label in slice_labels():
+            found = record["test_slices"].get(label, {})
+            users = found.get("users", 0)
+            cells = []
+            for protocol, metric, _ in _SLICE_METRICS:
+                value = found.get(protocol, {}).get(metric)
+                if not users or value is None:
+                    cells.append("")
+                    continue
+                cells.append(f"{value:.4f} ± {2 * math.sqrt(value * (1 - value) / users):.4f}")
+            lines.append(f"| {record['run']} | {label} | {users:,} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _tuning_table(records: list[dict]) -> list[str]:

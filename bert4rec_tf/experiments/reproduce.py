@@ -10,8 +10,10 @@ Caser, SASRec with bce and with ce, BERT4Rec; and BERT4Rec with 1 mask and with 
 sampled_softmax (BERT4Rec and SASRec with the sampled head, not the papers' loss, beside their exact
 runs, and sparse updates of the item table), ablation (the BERT4Rec paper's Table 5 and the matching
 paper's only-mask and only-matching rows), mask_proportion (rho 0.1 ... 0.9), max_len (the paper's
-Table 4 lengths, with the training samples/s), hidden_size (d 16 ... 256) and table2_tuned
-(every trained Table 2 row beside the same row with the settings bert4rec-tune chose on validation).
+Table 4 lengths, with the training samples/s), hidden_size (d 16 ... 256), table2_tuned
+(every trained Table 2 row beside the same row with the settings bert4rec-tune chose on validation)
+and features (SASRec with ce and BERT4Rec with item attributes, and with user attributes too, beside
+the same runs without; the attribute files from --attributes, docs/features.md).
 
 Each run is an ordinary model directory, `<out>/runs/<dataset>-<setting>`, trained by bert4rec-train
 (bert4rec-evaluate and TensorBoard read it). Re-running the same command skips finished runs and resumes
@@ -42,7 +44,8 @@ import time
 from bert4rec_tf import cli
 from bert4rec_tf.data.registry import get_spec
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, usable_cores
-from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, derived_flags, plan, resolved_settings, run_settings
+from bert4rec_tf.experiments.plans import (ATTRIBUTES_TOKEN, EXPERIMENTS, RENAMED, derived_flags, plan,
+                                           resolved_settings, run_settings)
 from bert4rec_tf.experiments.records import own_record, read_record, run_status, settings_changes, stale_fields
 from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, provenance_file, recorded_datasets,
                                              report_datasets, slower_cores, start_provenance, write_reports)
@@ -95,7 +98,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="tune the tuned runs whose study has no result yet first, each with this budget of "
                              "trials (bert4rec-tune --budget, e.g. 1h); a study stopped earlier continues")
     parser.add_argument("--trial_budget", default="10m", help="bert4rec-tune --trial_budget of those studies")
+    parser.add_argument("--attributes", default=None,
+                        help="folder of the attribute files (item_features.csv, user_features.csv) of the runs that "
+                             "read them (features; default <out>/attributes; for ML-1m bert4rec-movielens-features "
+                             "writes them)")
     return parser.parse_args(argv)
+
+
+def attributes_folder(args: argparse.Namespace) -> str:
+    """Where the runs' attribute files are (`--attributes`, default `<out>/attributes`)."""
+    return args.attributes or os.path.join(args.out, "attributes")
+
+
+def missing_attributes(run, args: argparse.Namespace) -> str | None:
+    """The first attribute file `run` reads that does not exist, or None."""
+    folder = attributes_folder(args)
+    for flag in run.flags:
+        if ATTRIBUTES_TOKEN in flag:
+            path = flag.split("=", 1)[1].replace(ATTRIBUTES_TOKEN, folder)
+            if not os.path.isfile(path):
+                return path
+    return None
 
 
 def study_dir(run, args: argparse.Namespace) -> str:
@@ -194,8 +217,9 @@ def tune_studies(untuned: list, args: argparse.Namespace, sources: dict[str, str
             raise ValueError(f"the study of {run.name} failed (its output is above); the same command continues it")
 
 
-def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
-    """The train command line of `run`."""
+def train_command(run, args: argparse.Namespace, sources: dict[str, str], resolve: bool = True) -> list[str]:
+    """The train command line of `run`; with `resolve`, the attribute files' folder in place of
+    `ATTRIBUTES_TOKEN` (the command to run), else the token (its settings)."""
     command = [*TRAIN, "--dataset", run.dataset, "--model", run.model, "--model_dir", os.path.join(args.out, "runs", run.name),
                "--seed", str(args.seed), "--eval_every", str(args.eval_every), "--recipe", args.recipe]
     trains = preset(run.dataset, run.model).has("train_steps")  # a family that trains nothing takes no length
@@ -209,14 +233,15 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str]) -> lis
         command += ["--data_dir", args.data_dir]
     if run.dataset in sources:
         command += ["--source_file", sources[run.dataset]]
-    command += list(run.flags)
+    folder = attributes_folder(args)
+    command += [flag.replace(ATTRIBUTES_TOKEN, folder) if resolve else flag for flag in run.flags]
     extra = shlex.split(args.extra)
     return command + derived_flags(run, run_settings(command[len(TRAIN):]), extra) + extra
 
 
 def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
     """The run's train.py settings: its command line without the script and the local paths."""
-    return run_settings(train_command(run, args, sources)[len(TRAIN):])
+    return run_settings(train_command(run, args, sources, resolve=False)[len(TRAIN):])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
                 if get_spec(run.dataset).url is None and run.dataset not in sources:
                     raise ValueError(f"data set {run.dataset!r} has no download: give --source_file "
                                      f"{run.dataset}=PATH")
+                absent = None if args.dry_run else missing_attributes(run, args)
+                if absent:
+                    raise ValueError(f"its attribute file {absent} does not exist: give --attributes with the folder "
+                                     "of item_features.csv and user_features.csv (for ML-1m: bert4rec-movielens-"
+                                     f"features --folder <the folder of movies.dat> --out {attributes_folder(args)})")
             except ValueError as error:
                 raise ValueError(f"run {run.name}: {error}") from None
     except ValueError as error:

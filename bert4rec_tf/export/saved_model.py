@@ -21,8 +21,9 @@ users it was trained on, by their raw user id: each signature then takes ``user:
 before `history` (the user's items, which are excluded from the recommendations and, for FPMC and
 Caser, the recent items the model reads). A user id outside training is refused with an
 InvalidArgumentError naming it; `users.txt` beside the SavedModel lists the users it knows, one raw id
-a line (escaped as `vocab.txt`'s). The other models (POP, BERT4Rec, SASRec, GRU4Rec) take a history
-only, of any user.
+a line (escaped as `vocab.txt`'s). BERT4Rec and SASRec trained with user attributes read users too
+(their attributes, docs/features.md) and serve the same way. The other models (POP, BERT4Rec,
+SASRec, GRU4Rec) take a history only, of any user.
 
 Both signatures reject, with an InvalidArgumentError naming the input, a `history` or `candidates` that
 is not a matrix and candidates whose batch differs from the history's. Excluding the history costs

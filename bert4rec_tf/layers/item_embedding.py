@@ -114,7 +114,7 @@ class ItemEmbedding(keras.layers.Layer):
             return self.item_embeddings
         return ops.cast(self.item_embeddings, self.item_features.compute_dtype) + self.item_features.all_rows()
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(self, inputs, padding_mask=None, training=None, added=None):
         """Embeds a batch of item id sequences.
 
         Position indices come from the inputs' own shape, so the position table stays part of
@@ -125,6 +125,8 @@ class ItemEmbedding(keras.layers.Layer):
             padding_mask: unused (padded positions are embedded like BERT does; attention
                 ignores them); accepted for a uniform signature.
             training: enables dropout.
+            added: [batch, 1 or seq_len, hidden_size] added to the item representation before the
+                position embedding and the normalisation (the user's attributes); None: nothing.
 
         Returns:
             [batch, seq_len, hidden_size].
@@ -132,6 +134,8 @@ class ItemEmbedding(keras.layers.Layer):
         embeddings = self.item_embedding(inputs)  # [batch, seq_len, hidden]
         if self.item_features is not None:
             embeddings = embeddings + self.item_features(inputs)
+        if added is not None:
+            embeddings = embeddings + ops.cast(added, embeddings.dtype)
         if self.scaled_no_norm:
             embeddings = embeddings * (self.hidden_size ** 0.5)
         if self.use_position_embedding:

@@ -88,6 +88,26 @@ class SequentialRecommender(keras.Model):
     def fit_statistics(self, train_sequences: list) -> None:
         """Takes what the model needs from the training sequences (nothing by default)."""
 
+    def user_attribute_inputs(self, features: dict):
+        """The user attributes' embedding [batch, 1, d] to add at every position of the input, from
+        `features["info"]` (int [batch, 1], model user ids, 0: unknown, as in the training instances);
+        None for a model without user attributes (`user_features` None)."""
+        if getattr(self, "user_features", None) is None:
+            return None
+        if "info" not in features:
+            raise ValueError("this model reads user attributes: its inputs need the users (`info`, or users= when "
+                             "scoring)")
+        return self.user_features(ops.cast(features["info"], "int32"))  # [batch, 1, d]
+
+    def with_users(self, features: dict, users) -> dict:
+        """`features` with `info` [batch, 1] from model user ids `users` [batch] for a model with user
+        attributes; `features` as they are otherwise."""
+        if getattr(self, "user_features", None) is None:
+            return features
+        if users is None:
+            raise ValueError("this model reads user attributes: score with users=")
+        return {**features, "info": ops.reshape(ops.cast(users, "int32"), (-1, 1))}
+
     def set_attributes(self, features: dict) -> None:
         """Gives every `FeatureEmbedding` of the model the attributes of its ids.
 

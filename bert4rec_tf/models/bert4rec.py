@@ -7,6 +7,7 @@ from keras import ops
 
 from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.layers import ItemEmbedding, MaskedItemHead
+from bert4rec_tf.layers.feature_embedding import user_attribute_layer
 from bert4rec_tf.models.base import (SequentialRecommender, fit_transformer_statistics, run_blocks,
                                      sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
@@ -108,6 +109,9 @@ class BERT4Rec(SequentialRecommender):
         )
         self.transformer_blocks = transformer_blocks(config, self.dtype_policy)
         self.head = MaskedItemHead(self.embedding, dtype="float32", name="masked_item_head")
+        # With user attributes the model reads its users (`info`; `users=` when scoring).
+        self.user_features = user_attribute_layer(config, self.dtype_policy)
+        self.reads_users = self.user_features is not None
         self.sampler = sampled_softmax_sampler(config)
         # Decided again from the training data by `fit_statistics` when "auto".
         self.pack_positions = config.padding_free == "on"
@@ -118,6 +122,8 @@ class BERT4Rec(SequentialRecommender):
         for block in self.transformer_blocks:
             block.build((None, self.model_config.max_len + self.EXTRA_TOKENS, self.model_config.hidden_size))
         self.head.build()
+        if self.user_features is not None:
+            self.user_features.build()
         if self.sampler is not None:
             self.sampler.build()
         self.built = True
@@ -141,7 +147,8 @@ class BERT4Rec(SequentialRecommender):
         """
         if not self.built:
             self.build()
-        hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
+        hidden = self.embedding(features["input_ids"], training=training,
+                                added=self.user_attribute_inputs(features))  # [b, n, hidden]
         hidden, attention_scores = run_blocks(self.transformer_blocks, hidden, features["input_mask"], training,
                                                packed=self.pack_positions)
         if return_attention_scores:
@@ -259,16 +266,17 @@ class BERT4Rec(SequentialRecommender):
         last = ops.sum(ops.cast(features["input_mask"], "int32"), axis=1) - 1  # [batch]
         return self._logits_at(sequence_output, _flat_positions(last, ops.shape(sequence_output)[1]))
 
-    def score_next(self, history, training=None):
-        """Logits at the [MASK] appended to each history, float32 [batch, vocab_size]."""
-        return self.score_last(self.history_inputs(history), training=training)
+    def score_next(self, history, training=None, users=None):
+        """Logits at the [MASK] appended to each history, float32 [batch, vocab_size] (`users`: model
+        user ids [batch], for a model with user attributes)."""
+        return self.score_last(self.with_users(self.history_inputs(history), users), training=training)
 
-    def user_representation(self, history, training=None):
+    def user_representation(self, history, training=None, users=None):
         """The head's transformed state at the appended [MASK], float32 [batch, hidden_size].
 
         `score_next` is this vector times the item table, plus the output bias.
         """
-        features = self.history_inputs(history)
+        features = self.with_users(self.history_inputs(history), users)
         sequence_output = self.encode(features, training=training)  # [batch, seq, hidden]
         last = ops.sum(ops.cast(features["input_mask"], "int32"), axis=1) - 1  # [batch]
         hidden = self._states_at(sequence_output, _flat_positions(last, ops.shape(sequence_output)[1]))

@@ -9,6 +9,7 @@ from bert4rec_tf.config import ModelConfig
 from bert4rec_tf.constants import PAD_ID
 from bert4rec_tf.layers import ItemEmbedding
 from bert4rec_tf.layers.code_sasrec_block import CODE_LAYER_NORM_EPSILON, CodeSASRecBlock
+from bert4rec_tf.layers.feature_embedding import user_attribute_layer
 from bert4rec_tf.models.base import (SequentialRecommender, fit_transformer_statistics, run_blocks,
                                      sampled_softmax_sampler, transformer_blocks)
 from bert4rec_tf.models.history import last_items
@@ -68,6 +69,9 @@ class SASRec(SequentialRecommender):
                 epsilon=CODE_LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="final_layer_norm")
         else:
             self.transformer_blocks = transformer_blocks(config, self.dtype_policy, causal=True, activation="relu")
+        # With user attributes the model reads its users (`info`; `users=` when scoring).
+        self.user_features = user_attribute_layer(config, self.dtype_policy)
+        self.reads_users = self.user_features is not None
         self.sampler = sampled_softmax_sampler(config)
         # Decided again from the training data by `fit_statistics` when "auto".
         self.pack_positions = config.padding_free == "on"
@@ -79,6 +83,8 @@ class SASRec(SequentialRecommender):
             block.build((None, self.model_config.max_len, self.model_config.hidden_size))
         if self.model_config.code_network:
             self.final_layer_norm.build((None, None, self.model_config.hidden_size))
+        if self.user_features is not None:
+            self.user_features.build()
         if self.sampler is not None:
             self.sampler.build()
         self.built = True
@@ -93,7 +99,8 @@ class SASRec(SequentialRecommender):
         if not self.built:
             self.build()
         padding_mask = ops.cast(features["input_ids"] != PAD_ID, "int32")
-        hidden = self.embedding(features["input_ids"], training=training)  # [b, n, hidden]
+        hidden = self.embedding(features["input_ids"], training=training,
+                                added=self.user_attribute_inputs(features))  # [b, n, hidden]
         code_network = self.model_config.code_network
         if code_network:  # the code zeroes the padding's inputs
             hidden = hidden * ops.cast(ops.expand_dims(padding_mask, -1), hidden.dtype)
@@ -148,11 +155,13 @@ class SASRec(SequentialRecommender):
         items, _ = last_items(history, self.model_config.max_len, pad_left=True)
         return {"input_ids": items}
 
-    def user_representation(self, history, training=None):
-        """F at the last position (the newest item), float32 [batch, hidden_size]."""
-        hidden = self.encode(self.history_inputs(history), training=training)  # [batch, width, hidden]
+    def user_representation(self, history, training=None, users=None):
+        """F at the last position (the newest item), float32 [batch, hidden_size] (`users`: model user
+        ids [batch], for a model with user attributes)."""
+        hidden = self.encode(self.with_users(self.history_inputs(history), users),
+                             training=training)  # [batch, width, hidden]
         return ops.cast(hidden[:, -1, :], "float32")
 
-    def score_next(self, history, training=None):
+    def score_next(self, history, training=None, users=None):
         """F_last . E^T, float32 [batch, vocab_size]."""
-        return self._item_scores(self.user_representation(history, training=training))
+        return self._item_scores(self.user_representation(history, training=training, users=users))

@@ -120,8 +120,12 @@ class Task:
         return None
 
 
-def history_features(model, histories: np.ndarray) -> dict[str, np.ndarray]:
-    """`model.history_inputs(histories)` as NumPy arrays."""
+def history_features(model, histories: np.ndarray, users: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """`model.history_inputs(histories)` as NumPy arrays, with the users' `info` [users, 1] for a
+    model with user attributes (`SequentialRecommender.with_users`)."""
     from keras import ops
 
-    return {name: ops.convert_to_numpy(value) for name, value in model.history_inputs(histories).items()}
+    features = model.history_inputs(histories)
+    if getattr(model, "user_features", None) is not None:
+        features = model.with_users(features, users)
+    return {name: ops.convert_to_numpy(value) for name, value in features.items()}

@@ -12,14 +12,14 @@ import numpy as np
 import dataclasses
 from typing import ClassVar
 
-from bert4rec_tf.config import (PRESETS, ExperimentConfig, ItemAttributesPart, MaskedData, MaskedTraining,
+from bert4rec_tf.config import (PRESETS, AttributesPart, ExperimentConfig, MaskedData, MaskedTraining,
                                 SampledSoftmaxPart, TrainedModelConfig, TransformerPart)
 from bert4rec_tf.tasks.base import Task, history_features
 from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, SearchSpace
 
 
 @dataclasses.dataclass
-class BERT4RecConfig(ItemAttributesPart, SampledSoftmaxPart, TransformerPart, TrainedModelConfig):
+class BERT4RecConfig(AttributesPart, SampledSoftmaxPart, TransformerPart, TrainedModelConfig):
     """BERT4Rec's model section: the Transformer encoder, and the sampled head under "sampled_softmax".
 
     Attributes:
@@ -45,7 +45,7 @@ class ClozeTask(Task):
     cpu_recipes = {"bert4rec_1mask": {name: {"max_predictions_per_seq": 1} for name in PRESETS}}
     sequence_features = ("input_ids", "input_mask")
     attention_last_label = "[mask]"
-    reads_features = ("item",)
+    reads_features = ("item", "user")
     # The paper's mask proportions rho (Figure 4) with the masked slots they need, its d grid with the
     # feed-forward 4d, the hidden dropout and the rate.
     space = {"masked_lm_prob": Choice((0.1, 0.2, 0.4, 0.6, 0.8)),
@@ -99,7 +99,7 @@ class ClozeTask(Task):
 
     def loss_features(self, model, histories, targets, negatives, users=None):
         """One masked slot per user: the [MASK] appended to the history, whose true item is the target."""
-        features = history_features(model, histories)
+        features = history_features(model, histories, users)
         users = len(targets)
         features.update(masked_lm_positions=(features["input_mask"].sum(axis=1) - 1)[:, None],  # the [MASK]
                         masked_lm_ids=np.asarray(targets, dtype=np.int64)[:, None],

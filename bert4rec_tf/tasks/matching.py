@@ -39,6 +39,8 @@ class MatchingTask(ClozeTask):
     """The Cloze family with the matching task."""
 
     name = "bert4rec_match"
+    # Its [UID] token is its user modelling: it reads no user attributes.
+    reads_features = ("item",)
     presets = {"bert4rec_match": {"*": {"hidden_size": 32, "intermediate_size": 128,
                                         "learning_rate": 1e-4, "batch_size": 128, "mask_runs": True}}}
     # On short sequences: rate 5e-3, which learned a planted order faster than the shared 3e-3

@@ -14,14 +14,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from bert4rec_tf.config import (ExperimentConfig, ItemAttributesPart, SampledSoftmaxPart, SlidingWindowData,
+from bert4rec_tf.config import (AttributesPart, ExperimentConfig, SampledSoftmaxPart, SlidingWindowData,
                                 TrainConfig, TrainedModelConfig, TransformerPart)
 from bert4rec_tf.tasks.base import Task, history_features
 from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, Int
 
 
 @dataclasses.dataclass
-class SASRecConfig(ItemAttributesPart, SampledSoftmaxPart, TransformerPart, TrainedModelConfig):
+class SASRecConfig(AttributesPart, SampledSoftmaxPart, TransformerPart, TrainedModelConfig):
     """SASRec's model section.
 
     Attributes:
@@ -66,12 +66,13 @@ class NextItemWindowsTask(Task):
         # max_len inputs and the last target
         windows = make_windows(train, np.arange(1, len(train) + 1), data.max_len + 1, data.prop_sliding_window)
         sampler = self.negative_sampler(prepared, train)
+        with_users = bool(getattr(config.model, "user_attributes", None))
         return lambda start: next_item_training_dataset(windows, data, sampler, batch_size=config.train.batch_size,
-                                                        start=start)
+                                                        start=start, with_users=with_users)
 
     def loss_features(self, model, histories, targets, negatives, users=None):
         """Only the last position (the newest history item) has a next item, the target."""
-        features = history_features(model, histories)
+        features = history_features(model, histories, users)
         positive = np.zeros(features["input_ids"].shape, dtype=np.int64)  # [users, max_len]
         positive[:, -1] = targets  # left padding: the newest item is last
         features.update(positive_ids=positive)
@@ -82,7 +83,7 @@ class NextItemTask(NextItemWindowsTask):
     """SASRec's training: the next-item windows, one sampled negative per target."""
 
     name = "sasrec"
-    reads_features = ("item",)
+    reads_features = ("item", "user")
     presets = {"sasrec": {
         "*": {"max_len": 50, "hidden_size": 50, "num_heads": 1, "intermediate_size": 50,
               "num_layers": 2, "hidden_dropout": 0.5, "attention_dropout": 0.5, "learning_rate": 1e-3,

@@ -211,9 +211,13 @@ class RunFolder:
         """
         config.model.vocab_size = int(prepared.metadata["vocab_size"])
         config.model.num_users = int(prepared.metadata["num_users"])
-        if hasattr(config.model, "item_attributes"):
-            items = prepared.features("item")
-            config.model.item_attributes = [] if items is None else items.attributes()
+        from bert4rec_tf.tasks import get_task
+
+        reads = get_task(config.model.name).reads_features
+        for key in ("item", "user"):
+            if hasattr(config.model, f"{key}_attributes"):
+                encoded = prepared.features(key) if key in reads else None
+                setattr(config.model, f"{key}_attributes", [] if encoded is None else encoded.attributes())
         if state["step"]:
             self._check_same_run(config, prepared, state)
 
@@ -233,7 +237,7 @@ class RunFolder:
         """
         if state["step"]:
             self._check_config(config, ignore=(("model", "vocab_size"), ("model", "num_users"),
-                                               ("model", "item_attributes")))
+                                               ("model", "item_attributes"), ("model", "user_attributes")))
 
     def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> dict:
         """Refuses `config` when it differs from the recorded one (`check_config`); returns the

@@ -220,11 +220,8 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
 
     if validate is not None and state["best_weights"]:
         load_checkpoint(model, run.checkpoint(state["best_weights"]))
-    ranks = {}
-    results = evaluate(model, sequences, "test", config.data.history_length(), candidates, batch_size=256, users=evaluated,
-                       ranks_out=ranks)
-    frequencies = target_frequencies(sequences, train, "test")[ranks.pop("users")]
-    slices = sliced_metrics(ranks, frequencies, {protocol: tuple(values) for protocol, values in results.items()})
+    results, slices = evaluate_with_slices(model, sequences, train, "test", config.data.history_length(), candidates,
+                                           batch_size=256, users=evaluated)
     best_point = next((point for point in state["curve"] if point["step"] == state["best_step"]), None)
     pop_check = {}
     if task.trains and validate is not None:
@@ -310,6 +307,17 @@ def load_finished_run(model_dir: str) -> tuple[keras.Model, PreparedData, Experi
     return model, prepared, config
 
 
+def evaluate_with_slices(model, sequences, train: list, stage: str, history_length: int, candidates: dict,
+                         batch_size: int = 256, users=None, progress: bool = False) -> tuple[dict, dict]:
+    """`evaluate`'s metrics of `stage`, and the same metrics on its targets grouped by their training
+    occurrences in `train` (`bert4rec_tf.evaluation.slices`), with each slice's users."""
+    ranks = {}
+    results = evaluate(model, sequences, stage, history_length, candidates, batch_size=batch_size, users=users,
+                       progress=progress, ranks_out=ranks)
+    frequencies = target_frequencies(sequences, train, stage)[ranks.pop("users")]
+    return results, sliced_metrics(ranks, frequencies, {protocol: tuple(values) for protocol, values in results.items()})
+
+
 def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256,
                  eval_users: int | None = None) -> tuple[dict, int, int]:
     """Evaluates `model_dir/model.keras` on its prepared data and writes `evaluation.json`.
@@ -322,7 +330,8 @@ def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256,
             None the run's own `train.eval_users`.
 
     Returns:
-        The metrics, the number of users evaluated and the number of users.
+        The metrics, the number of users evaluated and the number of users; evaluation.json also holds
+        `<stage>_slices`, the metrics by the targets' training occurrences.
 
     Raises:
         FileNotFoundError: when the folder holds no finished run or its prepared data is gone.
@@ -332,9 +341,12 @@ def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256,
     run = RunFolder(model_dir)
     sequences = prepared.sequences()
     evaluated = evaluation_users(sequences.num_users, config.train.eval_users if eval_users is None else eval_users)
-    results = evaluate(model, sequences, stage, config.data.history_length(), prepared.candidates(),
-                       batch_size=batch_size, progress=True, users=evaluated)
+    train = training_sequences(sequences, config.data.split)
+    results, slices = evaluate_with_slices(model, sequences, train, stage, config.data.history_length(),
+                                           prepared.candidates(), batch_size=batch_size, users=evaluated,
+                                           progress=True)
     count = sequences.num_users if evaluated is None else len(evaluated)
-    write_json_atomic(run.path("evaluation.json"), {stage: results, **({} if evaluated is None else {
-        "evaluated_users": count, "users": sequences.num_users})})
+    write_json_atomic(run.path("evaluation.json"), {
+        stage: results, f"{stage}_slices": {"by": f"the {stage} target's training occurrences", **slices},
+        **({} if evaluated is None else {"evaluated_users": count, "users": sequences.num_users})})
     return results, count, sequences.num_users

@@ -120,3 +120,17 @@ def test_ml1m_attributes_of_the_real_files(tmp_path):
     encoded = encode(item_table, [None, *map(str, range(1, 3417))])
     assert len(encoded.vocabularies["genres"]) == 19 and encoded.covered == 3416  # 18 genres and missing
     assert sorted(set(user_table.values["age"]), key=int) == ["1", "18", "25", "35", "45", "50", "56"]
+
+
+def test_the_movielens_features_command_writes_both_files_or_says_what_is_missing(tmp_path, capsys):
+    from bert4rec_tf.scripts import movielens_features
+
+    assert movielens_features.main(["--folder", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 1
+    error = capsys.readouterr().err.strip()
+    assert error == f"error: {tmp_path}/none/movies.dat (or .gz) not found" and not (tmp_path / "out").exists()
+    folder = os.path.dirname(real_file("ml-1m/movies.dat.gz"))
+    assert movielens_features.main(["--folder", folder, "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "item_features.csv: 3,416 items, attributes genres (multi), year (numeric)" in printed
+    assert "user_features.csv: 6,040 users, attributes gender (categorical), age (categorical)" in printed
+    assert sorted(os.listdir(tmp_path / "out")) == ["item_features.csv", "user_features.csv"]

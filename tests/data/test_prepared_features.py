@@ -93,9 +93,9 @@ def test_a_family_that_reads_no_attributes_refuses_a_feature_file(toy):
     with pytest.raises(ValueError, match=r"^--config item_features: gru4rec reads no item attributes \(families "
                                          r"that do: bert4rec, bert4rec_match, sasrec\)$"):
         cli.experiment_config("beauty", [f"item_features={items}"], None, "gru4rec", None)
-    with pytest.raises(ValueError, match=r"^--config user_features: sasrec reads no user attributes \(families "
-                                         r"that do: none yet\)$"):
-        cli.experiment_config("beauty", [f"user_features={items}"], None, "sasrec", None)
+    with pytest.raises(ValueError, match=r"^--config user_features: bert4rec_match reads no user attributes "
+                                         r"\(families that do: bert4rec, sasrec\)$"):
+        cli.experiment_config("beauty", [f"user_features={items}"], None, "bert4rec_match", None)
     with pytest.raises(ValueError, match=r"^--config attributes_at_output=true scores items from their attributes"):
         cli.experiment_config("beauty", ["attributes_at_output=true"], None, "sasrec", None)
     with pytest.raises(ValueError, match=r"^--config feature_items=true adds the items of the item feature file"):

@@ -135,3 +135,44 @@ def test_the_matching_models_extra_tokens_have_no_attributes():
     np.testing.assert_array_equal(genres[:VOCAB], GENRES)
     np.testing.assert_array_equal(genres[VOCAB:], 0)
     assert np.isfinite(keras.ops.convert_to_numpy(model.score_next(np.array([[1, 2, 3]], np.int32)))).all()
+
+
+USER_ATTRIBUTES = [{"name": "age", "kind": "categorical", "size": 3}]
+USER_ENCODED = EncodedFeatures("user", {"age": np.array([0, 1, 2, 1], np.int32)}, {"age": ["", "18", "25"]}, {}, 3)
+
+
+def test_the_user_attributes_are_added_at_every_position_before_the_normalisation():
+    keras.utils.set_random_seed(4)
+    layer = ItemEmbedding(VOCAB, 4, max_len=5)
+    layer.build()
+    ids = np.array([[1, 5, 3], [6, 2, 0]], np.int32)
+    added = np.random.default_rng(0).normal(size=(2, 1, 4)).astype(np.float32)
+    expected = layer_norm(layer.item_embeddings.numpy()[ids] + added + layer.position_embedding.embeddings.numpy()[:3],
+                          layer.layer_norm.gamma.numpy(), layer.layer_norm.beta.numpy(), layer.layer_norm.epsilon)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(ids, added=added)), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["bert4rec", "sasrec"])
+def test_a_model_with_user_attributes_scores_users_by_their_attributes(name, tmp_path):
+    from bert4rec_tf.tasks import get_task
+
+    keras.utils.set_random_seed(5)
+    config = family_config(name, vocab_size=VOCAB, num_users=3, hidden_size=4, max_len=5, num_heads=2,
+                           intermediate_size=8, num_layers=1, hidden_dropout=0.0, attention_dropout=0.0,
+                           user_attributes=USER_ATTRIBUTES)
+    model = get_task(name).build_model(config)
+    model.set_attributes({"user": USER_ENCODED})
+    assert model.reads_users
+    history = np.array([[1, 2, 3]] * 4, np.int32)
+    scores = keras.ops.convert_to_numpy(model.score_next(history, users=np.array([0, 1, 2, 3])))
+    np.testing.assert_array_equal(scores[1], scores[3])  # users 1 and 3 are both "18"
+    assert np.abs(scores[1] - scores[2]).max() > 1e-4 and np.abs(scores[0] - scores[1]).max() > 1e-4
+    with pytest.raises(ValueError, match="this model reads user attributes: score with users="):
+        model.score_next(history)
+    # The validation loss's features carry the users too.
+    features = get_task(name).loss_features(model, history[:2], np.array([5, 4]), np.array([[6], [6]]),
+                                            users=np.array([1, 2]))
+    np.testing.assert_array_equal(features["info"], [[1], [2]])
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.score_next(history, users=np.arange(4))), scores)

@@ -63,3 +63,22 @@ def test_attributes_learn_what_ids_cannot_and_serve_an_item_never_seen(planted):
         by_category = np.array(scores).reshape(CATEGORIES, COLD).mean(axis=1)
         assert np.isfinite(scores).all()  # known ids: the catalogue holds them
         assert int(np.argmax(by_category)) == (c + 1) % CATEGORIES, (c, by_category)
+
+
+@pytest.mark.parametrize("preset", ["sasrec", "bert4rec"])
+def test_user_attributes_train_evaluate_and_serve_by_raw_user_id(planted, preset):
+    root, source, features, _ = planted
+    users = root / "users.csv"
+    users.write_text("user,group,score:numeric\n" + "".join(f"u{u},g{u % 3},{u / 100}\n" for u in range(1, 401)),
+                     encoding="utf-8")
+    config = cli.experiment_config("beauty", tiny(preset, ["train_steps=60", f"item_features={features}",
+                                                           f"user_features={users}"]), model=preset)
+    results = train_and_evaluate(config, str(root / f"{preset}-users"), data_dir=str(root / "data"),
+                                 source_file=source, eval_every=60, verbose=0)
+    assert 0 < results["pop"]["HR@10"] <= 1
+    served = tf.saved_model.load(str(root / f"{preset}-users" / "export"))
+    answer = served.signatures["serving_default"](user=tf.constant(["u1", "u2"]),
+                                                  history=tf.constant([["i1", "i2"], ["i61", ""]]))
+    assert answer["item_ids"].shape == (2, 10)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="u999"):
+        served.signatures["serving_default"](user=tf.constant(["u999"]), history=tf.constant([["i1"]]))

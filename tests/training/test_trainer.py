@@ -116,12 +116,25 @@ def test_evaluate_and_recommend_commands_read_the_finished_run(finished_run):
                              model_dir], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     with open(os.path.join(model_dir, "results.json")) as handle:
-        trained = json.load(handle)["test"]
+        trained = json.load(handle)
     with open(os.path.join(model_dir, "evaluation.json")) as handle:
-        evaluated = json.load(handle)["test"]
+        evaluated = json.load(handle)
     for protocol in ("pop", "uniform", "full"):
-        for name, value in trained[protocol].items():
-            assert evaluated[protocol][name] == pytest.approx(value, abs=1e-6)
+        for name, value in trained["test"][protocol].items():
+            assert evaluated["test"][protocol][name] == pytest.approx(value, abs=1e-6)
+    # The slices by the targets' training occurrences, as the training run's test gave them, printed in order.
+    for label, found in trained["test_slices"].items():
+        if label == "by":
+            continue
+        assert evaluated["test_slices"][label]["users"] == found["users"]
+        for protocol in ("pop", "uniform", "full"):
+            for name, value in found[protocol].items():  # None: NaN, a slice without users
+                assert evaluated["test_slices"][label][protocol][name] == (
+                    None if value is None else pytest.approx(value, abs=1e-6))
+    labels = re.findall(r"targets with (\S+) training occurrences \(([\d,]+) users\)", result.stdout)
+    assert [label for label, _ in labels] == ["<5", "5-20", ">20"]
+    assert [int(count.replace(",", "")) for _, count in labels] == [
+        trained["test_slices"][label]["users"] for label, _ in labels]
     history = " ".join(toy_sequences()["1"][:5])
     result = subprocess.run([sys.executable, os.path.join(REPO, "run_scripts", "recommend.py"), "--model_dir",
                              model_dir, "--history", history], capture_output=True, text=True, timeout=600)
