@@ -9,7 +9,7 @@ from keras import ops
 _COLORS = np.array([[0.13, 0.11, 0.42], [0.13, 0.57, 0.55], [0.99, 0.91, 0.15]], dtype=np.float32)
 
 
-def average_last_attention(model, histories: np.ndarray, last: int = 10) -> np.ndarray:
+def average_last_attention(model, histories: np.ndarray, last: int = 10, users: np.ndarray | None = None) -> np.ndarray:
     """Attention among each sequence's last `last` positions, averaged over users.
 
     The sequences are the model's own inputs for the histories (`history_inputs`), so for BERT4Rec
@@ -19,6 +19,7 @@ def average_last_attention(model, histories: np.ndarray, last: int = 10) -> np.n
         model: a model with `history_inputs` and `encode(features, return_attention_scores=True)`.
         histories: int [users, L] raw histories, e.g. validation histories.
         last: the window, ending at each sequence's last real position; shorter sequences are skipped.
+        users: the histories' model user ids [users], for a model that reads users (user attributes).
 
     Returns:
         float32 [num_layers, num_heads, last, last]: row i is how position i of the window attends to
@@ -27,7 +28,10 @@ def average_last_attention(model, histories: np.ndarray, last: int = 10) -> np.n
     Raises:
         ValueError: when no sequence has `last` positions.
     """
-    features = {name: ops.convert_to_numpy(value) for name, value in model.history_inputs(histories).items()}
+    features = model.history_inputs(histories)
+    if getattr(model, "user_features", None) is not None:
+        features = model.with_users(features, users)
+    features = {name: ops.convert_to_numpy(value) for name, value in features.items()}
     real = features["input_ids"] != 0  # [users, n]
     keep = real.sum(axis=1) >= last
     if not keep.any():

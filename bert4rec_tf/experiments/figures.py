@@ -208,7 +208,8 @@ def attention_figure(model_dir: str, path: str, users: int = 1024, last: int = 1
     last = min(last, int(np.max(np.count_nonzero(np.asarray(inputs), axis=1), initial=0)))
     if last < 2:
         return None
-    weights = average_last_attention(model, histories, last)  # [layers, heads, last, last]
+    # The histories are the first validation users', model user ids 1, 2, ...
+    weights = average_last_attention(model, histories, last, users=np.arange(1, len(histories) + 1))
     layers, heads = weights.shape[:2]
     figure, axes = plt.subplots(layers, heads, figsize=(4.6 * heads, 4.0 * layers), squeeze=False)
     figure.subplots_adjust(wspace=0.35, hspace=0.45)

@@ -265,7 +265,9 @@ class CheckpointAndValidate(keras.callbacks.Callback):
         if self.attention_histories is None:
             return
         try:
-            maps = average_last_attention(self.model, self.attention_histories, last=ATTENTION_WINDOW)
+            # The histories are the first validation users', model user ids 1, 2, ...
+            maps = average_last_attention(self.model, self.attention_histories, last=ATTENTION_WINDOW,
+                                          users=np.arange(1, len(self.attention_histories) + 1))
         except ValueError:  # no validation sequence is that long
             return
         with self.writer.as_default(step=step), tf.summary.record_if(True):

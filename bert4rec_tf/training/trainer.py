@@ -315,7 +315,8 @@ def evaluate_with_slices(model, sequences, train: list, stage: str, history_leng
     results = evaluate(model, sequences, stage, history_length, candidates, batch_size=batch_size, users=users,
                        progress=progress, ranks_out=ranks)
     frequencies = target_frequencies(sequences, train, stage)[ranks.pop("users")]
-    return results, sliced_metrics(ranks, frequencies, {protocol: tuple(values) for protocol, values in results.items()})
+    names = {protocol: tuple(values) for protocol, values in results.items()}
+    return results, sliced_metrics(ranks, frequencies, names)
 
 
 def evaluate_run(model_dir: str, stage: str = "test", batch_size: int = 256,

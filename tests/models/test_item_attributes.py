@@ -176,3 +176,17 @@ def test_a_model_with_user_attributes_scores_users_by_their_attributes(name, tmp
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.score_next(history, users=np.arange(4))), scores)
+
+
+def test_the_attention_maps_of_a_model_with_user_attributes_read_its_users():
+    from bert4rec_tf.evaluation.attention import average_last_attention
+    from bert4rec_tf.tasks import get_task
+
+    config = family_config("sasrec", vocab_size=VOCAB, num_users=3, hidden_size=4, max_len=5, num_heads=2,
+                           intermediate_size=8, num_layers=1, user_attributes=USER_ATTRIBUTES)
+    model = get_task("sasrec").build_model(config)
+    model.set_attributes({"user": USER_ENCODED})
+    histories = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
+    assert average_last_attention(model, histories, last=2, users=np.array([1, 2])).shape == (1, 2, 2, 2)
+    with pytest.raises(ValueError, match="score with users="):
+        average_last_attention(model, histories, last=2)
