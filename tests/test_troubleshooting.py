@@ -108,7 +108,8 @@ def trigger_messages(tmp: Path) -> dict[str, str]:
 
     def prepared(source):
         return types.SimpleNamespace(directory=str(tmp / "data" / "custom" / "5f3c"),
-                                     metadata={"source": {"identity": source}, "vocab_size": 11, "num_users": 4})
+                                     metadata={"source": {"identity": source}, "vocab_size": 11, "num_users": 4},
+                                     features=lambda key: None)
 
     other = cli.experiment_config("custom", ["train_steps=100", "learning_rate=0.001"], None, "bert4rec", "cpu-30m")
     messages["other configuration"] = printed_error(lambda: RunFolder(str(folder)).check_config(other, trained))

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import REPO, import_blocker
 
 COMMANDS = ("train", "prepare_data", "evaluate", "recommend", "reproduce", "compare_runs", "count_params",
-            "scale_check", "large_catalogue", "run_notebook", "benchmark", "tune")
+            "scale_check", "large_catalogue", "run_notebook", "benchmark", "tune", "movielens_features")
 
 # Runs a run_scripts/ wrapper as `python run_scripts/<name>.py <flag>` would, then reports on stderr
 # whether TensorFlow or Keras was imported.
