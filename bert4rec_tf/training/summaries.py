@@ -22,7 +22,6 @@ results; the settings that differ between the runs come first.
 from __future__ import annotations
 
 import json
-
 import os
 import shutil
 
