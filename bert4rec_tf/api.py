@@ -189,7 +189,7 @@ def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file:
 def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | None = None, recipe: str = "cpu-30m",
          budget: float = 3600.0, trial_budget: float = 600.0, overrides: Sequence[str] = (), seed: int | None = None,
          storage: str | None = None, source_file: str | None = None, data_dir: str | None = None,
-         encoding: str | None = None, eval_every: int = 500) -> dict:
+         encoding: str | None = None, eval_every: int = 500, schedule_budget: float | None = None) -> dict:
     """Tunes `model` on validation in this process, as `bert4rec-tune --jobs 1` does (docs/tuning.md).
 
     Calling it again on the same `study_dir` continues the study (a larger `budget` tunes on).
@@ -199,7 +199,9 @@ def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | N
             `recipe` is where every trial starts, `overrides` ("key=value") are fixed for every trial.
         study_dir: the study's folder (study.json, study.db, trials/, best.flags, figures).
         budget: seconds of trials in total (training and validation).
-        trial_budget: each trial's time budget in seconds.
+        trial_budget: each trial's seconds of training and validation.
+        schedule_budget: the time budget in seconds the trials' learning-rate schedule is fitted to
+            (default: the recipe's, as the test run trains it).
         storage: a database URL for the trials (default: SQLite in `study_dir`).
         eval_every: steps between a trial's validations (where the pruner may stop it).
 
@@ -215,5 +217,5 @@ def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | N
     from bert4rec_tf.tuning.study import tune as run_study
 
     settings = new_settings(dataset, model, loss, recipe, budget, trial_budget, list(overrides), seed, eval_every,
-                            encoding=encoding)
+                            encoding=encoding, schedule_budget=schedule_budget)
     return run_study(study_dir, settings, storage, data_dir, source_file, encoding)

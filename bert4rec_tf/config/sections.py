@@ -263,7 +263,10 @@ class TrainConfig(RunConfig):
 
     `time_budget` (seconds, 0: none) trains until that much wall-clock time of training and
     validation has passed, with the learning-rate schedule fitted to the steps the budget affords;
-    `train_steps` then only caps the steps.
+    `train_steps` then only caps the steps. `stop_after` (seconds, 0: none; with a time budget) stops
+    training once that much time has passed, the schedule still fitted to `time_budget`: the first
+    `stop_after` seconds of the `time_budget` run, as a tuning trial trains them. Like `train_steps`,
+    it binds nothing: the same command with a larger `stop_after` trains on.
 
     `length_groups` (padding-aware batches, see `bert4rec_tf.data.pipeline.length_grouped`): 1 (the
     default) trims each batch to its longest sequence, the batches as in the stream; N > 1 also sorts
@@ -288,6 +291,7 @@ class TrainConfig(RunConfig):
     weight_decay: float = constants.WEIGHT_DECAY_RATE
     clip_norm: float = constants.CLIP_NORM
     time_budget: float = 0.0
+    stop_after: float = 0.0
     length_groups: int = 1
     sparse_updates: bool = False
 
@@ -304,6 +308,10 @@ class TrainConfig(RunConfig):
                 "a positive finite number")
         require(math.isfinite(self.time_budget) and self.time_budget >= 0, "time_budget", self.time_budget,
                 "a finite number of seconds >= 0")
+        require(math.isfinite(self.stop_after) and self.stop_after >= 0, "stop_after", self.stop_after,
+                "a finite number of seconds >= 0")
+        require(not self.stop_after or self.time_budget, "stop_after", self.stop_after,
+                "0 without a time_budget (it cuts a time-budgeted run short)")
         require(self.length_groups >= 0, "length_groups", self.length_groups, "at least 0")
 
 

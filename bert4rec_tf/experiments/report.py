@@ -288,19 +288,23 @@ def _tuning_table(records: list[dict]) -> list[str]:
              "Each tuned run's study (bert4rec-tune): its budget of trials' time (one core each), the wall time "
              "from its first trial's start to its last one's end, its trials by how they ended (pruned: stopped "
              "on its validation curve), the chosen trial's validation pop-100 NDCG@10 at the trial budget, and "
-             "the settings chosen; only validation decided, the test was read once, by the run above:", "",
-             "| run | budget | trial budget | trial time | wall time | trials | best validation | chosen settings |",
-             "|---|---|---|---|---|---|---|---|"]
+             "the settings chosen; only validation decided, the test was read once, by the run above. A trial "
+             "trains the first trial budget of a run whose learning rate decays to 0 at the schedule's end (a "
+             "study older than the schedule setting decayed at the trial budget):", "",
+             "| run | budget | trial budget | schedule | trial time | wall time | trials | best validation | "
+             "chosen settings |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for record in tuned:
         study = record["tuning"]
         best = study.get("best", {})
+        study = {"schedule_budget": study.get("trial_budget"), **study}
         minutes = {key: f"{study[key] / 60:.0f} min" if isinstance(study.get(key), (int, float)) else "?"
-                   for key in ("budget", "trial_budget", "spent_seconds", "wall_seconds")}
+                   for key in ("budget", "trial_budget", "schedule_budget", "spent_seconds", "wall_seconds")}
         trials = ", ".join(f"{count} {state}" for state, count in study.get("trials", {}).items())
         chosen = ", ".join(f"{key} {_setting_text(value)}" for key, value in sorted(best.get("settings", {}).items()))
         value = f"{best['value']:.4f}" if "value" in best else ""
         lines.append(f"| {record['run']} | {minutes['budget']} | {minutes['trial_budget']} | "
-                     f"{minutes['spent_seconds']} | {minutes['wall_seconds']} | {trials} | {value} | {chosen} |")
+                     f"{minutes['schedule_budget']} | {minutes['spent_seconds']} | {minutes['wall_seconds']} | {trials} | {value} | {chosen} |")
     return lines + [""]
 
 

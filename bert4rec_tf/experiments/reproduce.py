@@ -189,6 +189,8 @@ def tune_command(run, args: argparse.Namespace, sources: dict[str, str]) -> list
         if flag not in ("--loss", "--config"):
             raise ValueError(f"run {run.name}: bert4rec-tune takes no {flag}")
         command += [flag, value]
+    if args.budget:  # the test run's budget: the trials follow its schedule
+        command += ["--schedule_budget", args.budget]
     if args.data_dir:
         command += ["--data_dir", args.data_dir]
     if run.dataset in sources:

@@ -4,8 +4,9 @@
     bert4rec-train --flagfile studies/ml-1m-bpr_mf-default/best.flags
 
 Each trial trains the recipe (--recipe, default cpu-30m) with the settings the sampler draws from
-the model's search space (docs/tuning.md lists them) and --trial_budget as its time budget; the
-pruner stops the trials whose validation falls behind. --budget is the trials' time in total (one core
+the model's search space (docs/tuning.md lists them) for --trial_budget: the first minutes of a run
+of --schedule_budget (by default the recipe's time budget, the test run's), so that its learning rate
+follows the test run's schedule; the pruner stops the trials whose validation falls behind. --budget is the trials' time in total (one core
 each), so --jobs 2 spends it in half the wall time. The study lives in --study_dir (its trials in
 study.db, SQLite, or a database given by --storage, which several machines can share). Killing the
 command and running it again continues the study; a larger --budget tunes on. At the end
@@ -29,10 +30,12 @@ cli.define_data_flags()
 flags.DEFINE_enum("loss", None, list(dict.fromkeys(loss for task in TASKS.values() for loss in task.losses)),
                   "The loss tuned (default: the model's own); one study per loss.")
 flags.DEFINE_enum("recipe", "cpu-30m", list(RECIPES), "The recipe every trial starts from, before the sampled "
-                  "settings; its time budget is replaced by --trial_budget.")
+                  "settings; its time budget is the default --schedule_budget.")
 flags.DEFINE_string("budget", "1h", "The study's budget: its trials' training and validation time in total "
                     "(one core each), e.g. 1h, 90m.")
-flags.DEFINE_string("trial_budget", "10m", "Each trial's time budget (its learning rate decays to 0 there).")
+flags.DEFINE_string("trial_budget", "10m", "Each trial's training and validation time: where it stops.")
+flags.DEFINE_string("schedule_budget", None, "The time budget the trials' learning-rate schedule is fitted to "
+                    "(default: the recipe's, as the test run trains; at least --trial_budget).")
 flags.DEFINE_string("study_dir", None, "The study's folder (default: studies/<dataset>-<model>-<loss>).")
 flags.DEFINE_string("storage", None, "A database URL for the trials (e.g. postgresql://host/db), shared by "
                     "several machines; default: SQLite in --study_dir.")
@@ -47,10 +50,11 @@ def _settings():
     from bert4rec_tf.tuning.study import new_settings
 
     min_resource = cli.parse_duration(FLAGS.min_resource, "--min_resource") if FLAGS.min_resource else None
+    schedule = cli.parse_duration(FLAGS.schedule_budget, "--schedule_budget") if FLAGS.schedule_budget else None
     return new_settings(FLAGS.dataset, FLAGS.model, FLAGS.loss, FLAGS.recipe,
                         cli.parse_duration(FLAGS.budget, "--budget"),
                         cli.parse_duration(FLAGS.trial_budget, "--trial_budget"), FLAGS.config, FLAGS.seed,
-                        FLAGS.eval_every, min_resource, FLAGS.encoding)
+                        FLAGS.eval_every, min_resource, FLAGS.encoding, schedule)
 
 
 def _run() -> None:
@@ -66,7 +70,8 @@ def _run() -> None:
                           FLAGS.worker)
         return
     print(f"study {settings.name} in {study_dir}: {cli.format_duration(settings.budget)} of trials of "
-          f"{cli.format_duration(settings.trial_budget)} each, {FLAGS.jobs} at once; searching "
+          f"{cli.format_duration(settings.trial_budget)} each (of a {cli.format_duration(settings.schedule_budget)} "
+          f"schedule), {FLAGS.jobs} at once; searching "
           + ", ".join(f"{key} {text}" for key, text in settings.space.items()), flush=True)
     done = tuning.tune(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
                        workers=None if FLAGS.jobs == 1 else lambda: _run_workers(study_dir))

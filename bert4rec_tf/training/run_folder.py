@@ -37,7 +37,7 @@ import sys
 import time
 from typing import Iterator
 
-from bert4rec_tf.config import ExperimentConfig, config_differences
+from bert4rec_tf.config import RUN_LENGTH, ExperimentConfig, config_differences
 from bert4rec_tf.data.download import file_records
 from bert4rec_tf.data.prepare import PreparedData, earlier_keys
 from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
@@ -86,6 +86,21 @@ def same_data(recorded: dict, prepared: PreparedData, recorded_config: dict) -> 
             and (folder is None or os.path.dirname(os.path.normpath(folder))
                  == os.path.dirname(os.path.normpath(prepared.directory)))
             and recorded.get("data_key") in earlier_keys(recorded_config.get("data", {}), identity["source"]))
+
+
+def set_from_data(config: ExperimentConfig, prepared: PreparedData) -> None:
+    """Sets the model settings that come from the data: `vocab_size`, `num_users` and, for a family
+    that reads attributes, `item_attributes` and `user_attributes` from the prepared attribute files
+    (empty without them)."""
+    from bert4rec_tf.tasks import get_task
+
+    config.model.vocab_size = int(prepared.metadata["vocab_size"])
+    config.model.num_users = int(prepared.metadata["num_users"])
+    reads = get_task(config.model.name).reads_features
+    for key in ("item", "user"):
+        if hasattr(config.model, f"{key}_attributes"):
+            encoded = prepared.features(key) if key in reads else None
+            setattr(config.model, f"{key}_attributes", [] if encoded is None else encoded.attributes())
 
 
 class RunFolder:
@@ -202,22 +217,14 @@ class RunFolder:
 
     def check(self, config: ExperimentConfig, prepared: PreparedData, state: dict) -> None:
         """Checks that `config` and `prepared` continue the run in this folder, whose resume state is
-        `state` (`load_state`); `config.model.vocab_size` and `num_users` are set from the data first.
+        `state` (`load_state`); the settings that come from the data are set first (`set_from_data`).
         Writes nothing.
 
         Raises:
             ValueError: one line saying what differs, when the folder holds a trained run with
                 another configuration, other data, or more steps than `config.train.train_steps`.
         """
-        config.model.vocab_size = int(prepared.metadata["vocab_size"])
-        config.model.num_users = int(prepared.metadata["num_users"])
-        from bert4rec_tf.tasks import get_task
-
-        reads = get_task(config.model.name).reads_features
-        for key in ("item", "user"):
-            if hasattr(config.model, f"{key}_attributes"):
-                encoded = prepared.features(key) if key in reads else None
-                setattr(config.model, f"{key}_attributes", [] if encoded is None else encoded.attributes())
+        set_from_data(config, prepared)
         if state["step"]:
             self._check_same_run(config, prepared, state)
 
@@ -245,7 +252,7 @@ class RunFolder:
         earlier = read_json(self.path("config.json"), "run configuration")
         # A field the recorded configuration lacks came to the package after the run started: it stands
         # for its default, the behaviour the run had (`config_differences`); run.json binds the data.
-        changed = config_differences(earlier, config.to_dict(), ignore=(("train", "train_steps"), *ignore))
+        changed = config_differences(earlier, config.to_dict(), ignore=(*RUN_LENGTH, *ignore))
         if changed:
             raise ValueError(f"{self.directory} holds a run with another configuration ({', '.join(changed)} "
                              "differ); use a new --model_dir")

@@ -65,7 +65,27 @@ def finished(state: dict, train: TrainConfig, stopped_early: bool) -> str | None
         return f"it has trained its {train.train_steps:,} steps"
     if train.time_budget and state.get("budget_spent"):
         return f"its {train.time_budget:g} s time budget is spent, at step {state['step']:,}"
+    if limit_reached(state, train):
+        return (f"it has trained the {train.stop_after:g} s of its stop_after, at step {state['step']:,} (a larger "
+                "--config stop_after trains it on)")
     return None
+
+
+def limit_reached(state: dict, train: TrainConfig) -> bool:
+    """Whether a run in resume state `state` has had the `train.stop_after` seconds it may train."""
+    return bool(train.stop_after) and state.get("seconds", 0.0) >= train.stop_after
+
+
+def cut_to_limit(steps: int, elapsed: float, limit: float, pace: float | None, overhead: float, every: int) -> int:
+    """`steps`, or fewer once the pace is known: as many as end by `limit` seconds (at least 1) at
+    `pace` seconds a step and `overhead` an interval of `every` steps; all of them without a limit.
+
+    Example: cut_to_limit(500, 550.0, 600.0, 0.09, 5.0, 500) == 500; cut_to_limit(500, 580.0, 600.0,
+    0.09, 5.0, 500) == 200.
+    """
+    if not limit or pace is None:
+        return steps
+    return max(1, min(steps, int((limit - elapsed) / (pace + overhead / every))))
 
 
 class IntervalPlan:
@@ -77,7 +97,8 @@ class IntervalPlan:
     `state["scheduled"]` keeps that total once the pace is measured (a resumed run follows it until it
     has measured its own pace), and `state["budget_spent"]` that the budget is used up (the deadline
     passed, or the schedule planned for it ended); a budget that ends within the warm-up is warned
-    about once.
+    about once. With `train.stop_after`, training stops at that many seconds (the last interval cut
+    to end there), the schedule's end still where the whole budget puts it.
 
     `next_steps()` is asked before the first interval and after each interval's checkpoint, which
     advances `state["step"]` (the trainer asks it from inside its one `model.fit`,
@@ -110,9 +131,13 @@ class IntervalPlan:
             return min(self.eval_every, max(0, train.train_steps - state["step"]))
         if state.get("budget_spent"):
             return 0
-        pace = self.pace
-        steps, total = budget_plan(state["step"], self.clock(), train.time_budget, train.train_steps, self.eval_every,
+        # The seconds of the last checkpoint decide, as in `finished`; not spent: a larger stop_after trains on.
+        if limit_reached(state, train):
+            return 0
+        pace, elapsed = self.pace, self.clock()
+        steps, total = budget_plan(state["step"], elapsed, train.time_budget, train.train_steps, self.eval_every,
                                    self.probe, state["scheduled"], pace.pace, pace.overhead)
+        steps = cut_to_limit(steps, elapsed, train.stop_after, pace.pace, pace.overhead, self.eval_every) if steps else 0
         # Warned once the total is planned from the measured pace, or when the budget runs out (no
         # steps, and `total` is the steps done): also inside the first interval, before the pace was
         # measured (a budget shorter than start-up, a few steps and a validation).

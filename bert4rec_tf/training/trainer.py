@@ -28,7 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert4rec_tf.config import ExperimentConfig, config_differences
+from bert4rec_tf.config import RUN_LENGTH, ExperimentConfig, config_differences
 from bert4rec_tf.constants import NUM_EVAL_NEGATIVES, POP_MARGIN, SELECTION_METRIC, metric_label
 from bert4rec_tf.data.prepare import PreparedData, load_prepared, prepare
 from bert4rec_tf.data.split import training_sequences
@@ -269,7 +269,7 @@ def finished_run(run: RunFolder, config: ExperimentConfig, prepared: PreparedDat
         "its model trains nothing"
     recorded = run.intact_results() if why else None
     if recorded is None or not same_data(recorded.get("data", {}), prepared, recorded.get("config", {})) or config_differences(
-            recorded.get("config", {}), config.to_dict(), ignore=(("train", "train_steps"),)):
+            recorded.get("config", {}), config.to_dict(), ignore=RUN_LENGTH):
         return None
     print(f"{run.directory} holds a finished run: {why}; nothing to train, no file changed"
           f"{' (give a larger --patience to train it on)' if stopped_early else ''}", flush=True)

@@ -6,9 +6,10 @@
         trials/<number>/    each trial's run folder (`bert4rec-train`'s, without test or export)
         best.flags          the chosen configuration, a flag file for `bert4rec-train --flagfile`
 
-Each trial is an ordinary time-budgeted run (`train.time_budget` = the trial budget, so its learning
-rate decays to 0 there, as a recipe's does) in its own folder, trained with the settings the sampler
-chose. After each validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at
+Each trial is an ordinary time-budgeted run in its own folder, trained with the settings the sampler
+chose: the first `trial_budget` seconds (`train.stop_after`) of a run of the test run's budget
+(`schedule_budget`, `train.time_budget`), so that its learning rate follows the schedule the chosen
+configuration will train with, not one that decays to 0 at the end of the trial. After each validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at
 its seconds of training and validation so far, and the successive-halving pruner may stop it
 there: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds). The test is never
 read: the study chooses on validation only.
@@ -48,7 +49,8 @@ MAX_FAILURES_IN_A_ROW = 3
 STUDY_FILE = "study.json"
 BEST_FLAGS = "best.flags"
 # The fields of study.json that bind a study folder: the same command must give the same values.
-BINDING = ("dataset", "model", "loss", "recipe", "trial_budget", "overrides", "seed", "eval_every", "space")
+BINDING = ("dataset", "model", "loss", "recipe", "trial_budget", "schedule_budget", "overrides", "seed", "eval_every",
+           "space")
 
 
 @dataclasses.dataclass
@@ -59,7 +61,9 @@ class StudySettings:
         dataset, model, loss: what is tuned (`loss` None: the model's default loss).
         recipe: the recipe each trial starts from (its settings, then the sampled ones).
         budget: seconds of trials (training and validation, one core each) the study spends.
-        trial_budget: each trial's time budget in seconds (the largest fidelity).
+        trial_budget: each trial's seconds of training and validation (the largest fidelity).
+        schedule_budget: the time budget the trials' learning-rate schedule is fitted to, in seconds:
+            the test run's (by default the recipe's), at least `trial_budget`.
         overrides: settings fixed for every trial ("key=value"), over the recipe, under the sampled ones.
         seed: every trial's data seed (None: the preset's); the sampler is seeded from it too.
         eval_every: steps between a trial's validations (its reports to the pruner).
@@ -77,6 +81,7 @@ class StudySettings:
     eval_every: int
     min_resource: float | None = None
     space: dict[str, str] = dataclasses.field(default_factory=dict)
+    schedule_budget: float | None = None
 
     @property
     def name(self) -> str:
@@ -132,9 +137,11 @@ def trial_folder(study_dir: str, trial) -> str:
 
 
 def base_overrides(settings: StudySettings) -> list[str]:
-    """Every trial's overrides before the sampled ones: the study's, the loss, the trial budget."""
-    return [*settings.overrides, *([f"loss={settings.loss}"] if settings.loss else []),
-            f"time_budget={settings.trial_budget}"]
+    """Every trial's overrides before the sampled ones: the study's, the loss, the schedule's budget and
+    the trial budget (where the trial stops, when the schedule is longer)."""
+    schedule = settings.schedule_budget or settings.trial_budget
+    return [*settings.overrides, *([f"loss={settings.loss}"] if settings.loss else []), f"time_budget={schedule}",
+            f"stop_after={settings.trial_budget if schedule > settings.trial_budget else 0}"]
 
 
 def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None, source_file: str | None,
@@ -145,6 +152,7 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
     optuna = _optuna()
 
     from bert4rec_tf.training.run_folder import RunFolder
+    from bert4rec_tf.training.schedule import limit_reached
     from bert4rec_tf.training.trainer import train_and_evaluate
 
     task = task_of_preset(settings.model)
@@ -185,7 +193,7 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
         # Stopped by the pruner, unless its budget was spent by then (a first interval can outlast a
         # short budget: it is not cut).
         finished = (state.get("budget_spent") or state["step"] >= config.train.train_steps
-                    or state["seconds"] >= config.train.time_budget)
+                    or limit_reached(state, config.train) or state["seconds"] >= config.train.time_budget)
         if not finished:
             raise optuna.TrialPruned(f"stopped at {state['seconds']:.0f} s on its validation curve")
         if state["best"] is None:
@@ -252,8 +260,10 @@ def best_trial(study):
 def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
     """The flag file of the chosen configuration: `bert4rec-train --flagfile best.flags` trains it
     (its recipe's own time budget; a flag after the flag file overrides it)."""
+    schedule = settings.schedule_budget or settings.trial_budget
     lines = [f"# bert4rec-tune {settings.name}: trial {trial.number} of {len(trials)}, best validation "
-             f"{'/'.join(SELECTION_METRIC)} {trial.value:.4f} at a {cli.format_duration(settings.trial_budget)} budget",
+             f"{'/'.join(SELECTION_METRIC)} {trial.value:.4f} in {cli.format_duration(settings.trial_budget)} of a "
+             f"{cli.format_duration(schedule)} schedule",
              f"--dataset={settings.dataset}", f"--model={settings.model}", f"--recipe={settings.recipe}"]
     if settings.loss:
         lines.append(f"--loss={settings.loss}")
@@ -276,7 +286,8 @@ def summary(study, settings: StudySettings | None = None) -> dict:
     ends = [trial.datetime_complete for trial in trials if trial.datetime_complete]
     wall = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
     best = best_trial(study)
-    budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget}
+    budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget,
+                                           "schedule_budget": settings.schedule_budget or settings.trial_budget}
     return {"trials": {key: value for key, value in counts.items() if value}, "spent_seconds": spent_seconds(trials),
             "wall_seconds": round(wall, 1), **budgets,
             **({} if best is None else {"best": {"number": best.number, "value": best.value,
@@ -285,9 +296,13 @@ def summary(study, settings: StudySettings | None = None) -> dict:
 
 def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget: float, trial_budget: float,
                  overrides: Sequence[str] = (), seed: int | None = None, eval_every: int = 500,
-                 min_resource: float | None = None, encoding: str | None = None) -> StudySettings:
+                 min_resource: float | None = None, encoding: str | None = None,
+                 schedule_budget: float | None = None) -> StudySettings:
     """The settings of a study, checked: the model, loss, recipe and overrides as `bert4rec-train`
     takes them, a search space with keys the family has, budgets that hold a trial.
+
+    `schedule_budget` None is the test run's: the time budget of the recipe under the overrides, or
+    the trial budget when that has none (a recipe of steps).
 
     Raises:
         ValueError: one line naming what is wrong.
@@ -299,8 +314,17 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
     if trial_budget <= 0 or budget < trial_budget:
         raise ValueError(f"--budget ({cli.format_duration(budget)}) must hold at least one --trial_budget "
                          f"({cli.format_duration(trial_budget)})")
+    if schedule_budget is None:
+        test_run = cli.experiment_config(dataset, [*overrides, *([f"loss={loss}"] if loss else [])], seed, model,
+                                         recipe, encoding)
+        schedule_budget = test_run.train.time_budget if test_run.has("time_budget") else 0.0
+    schedule_budget = float(schedule_budget or trial_budget)
+    if schedule_budget < trial_budget:
+        raise ValueError(f"--schedule_budget ({cli.format_duration(schedule_budget)}) must be at least the "
+                         f"--trial_budget ({cli.format_duration(trial_budget)})")
     settings = StudySettings(dataset, model, loss, recipe, float(budget), float(trial_budget), list(overrides),
-                             seed, eval_every, min_resource, {key: param.describe() for key, param in space.items()})
+                             seed, eval_every, min_resource, {key: param.describe() for key, param in space.items()},
+                             schedule_budget)
     config = cli.experiment_config(dataset, base_overrides(settings), seed, model, recipe, encoding)
     check_space(space, config)
     return settings

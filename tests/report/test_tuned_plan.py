@@ -100,7 +100,8 @@ def test_the_tune_budget_runs_the_missing_study_first_with_the_runs_loss_and_ove
     assert commands[0][1:3] == ["-m", "bert4rec_tf.scripts.tune"]
     words = " ".join(commands[0][3:])
     for expected in ("--dataset beauty --model sasrec --recipe cpu-1h --budget 1h --trial_budget 5m --seed 12345",
-                     f"--study_dir {tmp_path}/out/studies/beauty-sasrec-bce", "--loss bce --config code_network=true"):
+                     f"--study_dir {tmp_path}/out/studies/beauty-sasrec-bce", "--loss bce --config code_network=true",
+                     "--schedule_budget 1m"):  # the trials follow the test run's schedule
         assert expected in words
     assert (tmp_path / "out" / "runs" / "beauty-sasrec-bce-tuned" / "reproduce.json").is_file()
     # Given again, the study is there: nothing is tuned.
@@ -110,9 +111,11 @@ def test_the_tune_budget_runs_the_missing_study_first_with_the_runs_loss_and_ove
 def test_the_report_lists_each_studys_budget_trials_and_choice_and_orders_the_tuned_rows():
     lines = _tuning_table([{"run": "beauty-sasrec-bce-tuned", "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}},
                            {"run": "beauty-sasrec-bce"}])
-    assert lines[-2] == ("| beauty-sasrec-bce-tuned | 60 min | 10 min | 62 min | 65 min | 2 complete, 7 pruned | "
-                         "0.2000 | hidden_size 32, learning_rate 0.002 |")
+    assert lines[-2] == ("| beauty-sasrec-bce-tuned | 60 min | 10 min | 10 min | 62 min | 65 min | 2 complete, "
+                         "7 pruned | 0.2000 | hidden_size 32, learning_rate 0.002 |")  # a study before the schedule
     assert len(lines) == 8  # the untuned run has no study
+    later = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "schedule_budget": 3600.0}}])
+    assert later[-2].startswith("| r | 60 min | 10 min | 60 min | 62 min |")
 
     def row(setting, hr):
         return {"source": "BERT4Rec paper, Table 2 (pop-100)", "dataset": "beauty", "setting": setting,

@@ -155,6 +155,38 @@ def test_a_resumed_run_keeps_its_plan_until_the_pace_is_measured():
     assert resumed[0] == resumed[2] and abs(resumed[0] - uninterrupted[0]) <= 100
 
 
+def test_stop_after_trains_the_first_seconds_of_the_whole_budgets_schedule_and_a_larger_one_trains_on():
+    # A tuning trial: 10 minutes of a one-hour run at 0.5 s a step (7,200 steps in the hour).
+    state, clock, totals, calls = {"step": 0, "scheduled": None, "seconds": 0.0}, [0.0], [], []
+    meter = types.SimpleNamespace(pace=None, overhead=0.0)
+
+    def fit(steps):
+        calls.append(steps)
+        state["step"] += steps
+        clock[0] += 0.5 * steps + 2.0  # each interval also validates for 2 s
+        state["seconds"] = clock[0]    # as the checkpoint records it
+        meter.pace, meter.overhead = 0.5, 2.0
+
+    def run(train):
+        train_intervals(fit, state, train, 200, meter, lambda: clock[0], totals.append, lambda: False)
+
+    trial = TrainConfig(time_budget=3600.0, stop_after=600.0, train_steps=10**9, warmup_steps=100)
+    run(trial)
+    assert 600.0 <= state["seconds"] <= 600.0 + 0.5 + 2.0    # the last interval was cut to end there
+    assert calls[-1] < 200 and sum(calls) == state["step"]
+    assert all(total > 6500 for total in totals[1:])          # the rate decays towards the hour's end, not 600 s
+    assert "budget_spent" not in state
+    assert finished(state, trial, False) == (f"it has trained the 600 s of its stop_after, at step {state['step']:,} "
+                                             "(a larger --config stop_after trains it on)")
+    longer = TrainConfig(time_budget=3600.0, stop_after=1200.0, train_steps=10**9, warmup_steps=100)
+    assert finished(state, longer, False) is None
+    before = state["step"]
+    run(longer)
+    assert state["step"] > before and 1200.0 <= state["seconds"] <= 1200.0 + 2.5
+    with pytest.raises(ValueError, match="--config stop_after must be 0 without a time_budget"):
+        TrainConfig(stop_after=600.0).check()
+
+
 @pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("45s", 45),
                                            ("5400", 5400), ("1.5h", 5400)])
 def test_durations(text, seconds):

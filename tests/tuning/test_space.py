@@ -73,6 +73,21 @@ def test_a_model_with_nothing_to_tune_and_budgets_are_refused():
         tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 30, 60)
 
 
+def test_a_trial_trains_the_first_trial_budget_of_the_test_runs_schedule():
+    # The recipe's hour (the test run's) by default; a given schedule; a recipe budget overridden.
+    for schedule, extra, expected in ((None, [], 3600.0), (1800.0, [], 1800.0), (None, ["time_budget=1200"], 1200.0)):
+        settings = tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, extra, schedule_budget=schedule)
+        assert settings.schedule_budget == expected
+        config = cli.experiment_config("ml-1m", tuning.base_overrides(settings), model="bpr_mf", recipe="cpu-1h")
+        assert (config.train.time_budget, config.train.stop_after) == (expected, 600.0)
+    # A schedule as long as the trial: the trial's own time budget, nothing cut.
+    settings = tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, schedule_budget=600)
+    config = cli.experiment_config("ml-1m", tuning.base_overrides(settings), model="bpr_mf", recipe="cpu-1h")
+    assert (config.train.time_budget, config.train.stop_after) == (600.0, 0.0)
+    with pytest.raises(ValueError, match=r"--schedule_budget \(5 minutes\) must be at least the --trial_budget"):
+        tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, schedule_budget=300)
+
+
 def _frozen(number: int, seconds: float, state=optuna.trial.TrialState.COMPLETE, original: int | None = None):
     trial = optuna.trial.create_trial(state=state, value=0.1 if state == optuna.trial.TrialState.COMPLETE else None,
                                       user_attrs={"seconds": seconds},
@@ -93,6 +108,9 @@ def test_a_study_folder_is_bound_to_its_study(tmp_path):
     tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60))  # tunes on
     with pytest.raises(ValueError, match="holds another study: its trial_budget is 60.0"):
         tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 120))
+    with pytest.raises(ValueError, match="holds another study: its schedule_budget is 1800.0"):
+        tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60,
+                                                       schedule_budget=3600))
 
 
 def test_best_flags_are_a_flag_file_of_bert4rec_train(tmp_path):
@@ -103,6 +121,6 @@ def test_best_flags_are_a_flag_file_of_bert4rec_train(tmp_path):
     path.write_text(tuning.best_flags(settings, trial, [trial]))
     cli.check_train_flags([f"--flagfile={path}"])
     lines = path.read_text().splitlines()
-    assert lines[0].startswith("# bert4rec-tune ml-1m-sasrec-ce: trial 0 of 1, best validation pop/NDCG@10 0.2500 at a 1 minute budget")
+    assert lines[0].startswith("# bert4rec-tune ml-1m-sasrec-ce: trial 0 of 1, best validation pop/NDCG@10 0.2500 in 1 minute of a 1 hour schedule")
     assert lines[1:] == ["--dataset=ml-1m", "--model=sasrec", "--recipe=cpu-1h", "--loss=ce",
                          "--config=num_negatives=50", "--config=hidden_size=64", "--config=learning_rate=0.002"]
