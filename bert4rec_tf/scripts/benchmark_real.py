@@ -36,6 +36,7 @@ def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> 
     from bert4rec_tf.data.prepare import prepare
     from bert4rec_tf.data.split import training_sequences
     from bert4rec_tf.training.build import build_trainee
+    from bert4rec_tf.training.run_folder import set_from_data
     from bert4rec_tf.training.validation import make_validation
 
     overrides = list(args.config) + ([f"model.loss={args.loss}"] if args.loss else [])
@@ -47,8 +48,7 @@ def real_batches(args: argparse.Namespace, dataset: str, groups: int | None) -> 
     if groups is not None and config.has("length_groups"):
         config.train.length_groups = groups
     prepared = prepare(config.data, args.data_dir, (args.source_files or {}).get(dataset), progress=False)
-    config.model.vocab_size = int(prepared.metadata["vocab_size"])
-    config.model.num_users = int(prepared.metadata["num_users"])
+    set_from_data(config, prepared)  # the vocabulary, the users, the attributes, as a run sets them
     if config.has("model.max_len"):
         config.model.max_len = config.data.max_len
     sequences = prepared.sequences()

@@ -44,3 +44,23 @@ def test_the_real_benchmark_times_any_family(model, grouped, tmp_path, capsys):
         assert fields[1] == model
         samples, input_rate, share = float(fields[-6]), float(fields[-4]), fields[-1]
         assert samples > 0 and input_rate > 0 and share.endswith("%")
+
+
+def test_the_real_benchmark_builds_a_model_with_attributes_as_a_run_does(tmp_path, capsys):
+    """--real sets the attributes from the prepared data as train.py does (on 2026-12-04 it built the
+    model without them and `attributes_at_output` failed)."""
+    from bert4rec_tf.scripts import benchmark
+
+    import csv
+
+    with open(EXAMPLE, encoding="utf-8", newline="") as handle:
+        items = sorted({row[1] for row in list(csv.reader(handle))[1:]})  # one id holds a comma, quoted
+    attributes = tmp_path / "items.csv"
+    with open(attributes, "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([["item", "shelf"], *([item, f"s{index % 3}"] for index, item in enumerate(items))])
+    benchmark.main(["--real", "--model", "sasrec", "--datasets", "custom", "--source_files", f"custom={EXAMPLE}",
+                    "--data_dir", str(tmp_path / "data"), "--config", "num_negatives=3", "--config",
+                    f"item_features={attributes}", "--config", "attributes_at_output=true", "--steps", "2",
+                    "--warmup", "1", "--batch_size", "4"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("custom")]
+    assert len(rows) == 2 and all(float(row.split()[-6]) > 0 for row in rows)
