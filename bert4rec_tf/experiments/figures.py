@@ -82,12 +82,22 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
                 axis.set_visible(False)
                 continue
             _, metric, lines, flat = mine[column]
+            # Steps of runs whose lengths differ by more than ten times (400,000 of BPR-MF, 5,000 of a
+            # Transformer in the same hour) on a log axis, or the short runs are a vertical line at 0.
+            ends = [max(positions) for _, positions, _ in lines if positions]
+            log_steps = x != "minutes" and min(ends) > 0 and max(ends) / min(ends) > 10
             for label, positions, values in lines:
+                if log_steps:
+                    kept = [index for index, position in enumerate(positions) if position > 0]
+                    positions, values = [positions[i] for i in kept], [values[i] for i in kept]
                 axis.plot(positions, values, markersize=3, label=label, **styles[label])
+            if log_steps:
+                axis.set_xscale("log")
             for label, value in flat:
                 axis.axhline(value, color="grey", linestyle="--", linewidth=1, label=f"{label} (test, untrained)")
             axis.set_title(f"{dataset}: {metric_label(metric)}")
-            axis.set_xlabel("training and validation time (minutes)" if x == "minutes" else "training steps")
+            axis.set_xlabel("training and validation time (minutes)" if x == "minutes" else
+                            f"training steps{' (log scale)' if log_steps else ''}")
             axis.set_ylabel(f"validation {metric_label(metric)}")
             axis.grid(alpha=0.3)
             if len(lines) + len(flat) <= 6:

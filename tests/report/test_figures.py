@@ -132,3 +132,25 @@ def test_the_sweep_figures_draw_the_papers_shape_beside_ours(monkeypatch, tmp_pa
     lines.clear(), drawn.clear()
     figures.sweep_figure(_sweep_rows("beauty", [32, 64]), "hidden_size", str(tmp_path / "hidden_size.png"))
     assert lines == [] and [label for label, *_ in drawn] == ["test pop-100 HR@10", "test pop-100 NDCG@10"]
+
+
+def test_steps_of_runs_of_very_different_lengths_are_drawn_on_a_log_axis(monkeypatch, tmp_path):
+    """On 2026-12-04 the Transformers' 5,000 steps were a vertical line at 0 beside BPR-MF's 400,000."""
+    import matplotlib.axes
+
+    scales = []
+    original = matplotlib.axes.Axes.set_xscale
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_xscale", lambda self, value, **kw: (scales.append(value),
+                                                                                         original(self, value, **kw)))
+
+    def stepped(last):
+        return [{"step": step, "pop/NDCG@10": 0.1, "full/NDCG@10": 0.01} for step in (0, last // 2, last)]
+
+    long = [_record("ml-1m", "bpr-mf", stepped(400_000)), _record("ml-1m", "bert4rec", stepped(5_000))]
+    figures.curves_figure(long, str(tmp_path / "long.png"), x="step")
+    assert scales == ["log", "log"]  # both panels
+    scales.clear()
+    figures.curves_figure([_record("ml-1m", "bpr-mf", stepped(8_000)), _record("ml-1m", "bert4rec", stepped(5_000))],
+                          str(tmp_path / "near.png"), x="step")
+    figures.curves_figure(long, str(tmp_path / "minutes.png"))  # time: always linear
+    assert scales == []
