@@ -202,14 +202,16 @@ class BERT4Rec(SequentialRecommender):
         paper's loss; `compute_loss`, the validation loss, stays the exact cross-entropy)."""
         return pooled_mean(self._masked_slot_losses(features, labels, self.encode(features, training=True)))
 
-    def _masked_slot_losses(self, features: dict, labels, sequence_output):
+    def _masked_slot_losses(self, features: dict, labels, sequence_output, table=None):
         """(cross-entropy, weight) of every masked slot, flat, from the sequence output [batch, seq, hidden],
-        the head and the loss fused."""
+        the head and the loss fused; `table`: the step's `embedding.output_table()`, when the caller
+        has it already (None: read here)."""
         flat_positions = ops.reshape(self._slot_positions(features, ops.shape(sequence_output)[1]), (-1,))
         hidden = self.head.transform_hidden(ops.cast(self._states_at(sequence_output, flat_positions), "float32"))
         labels, weights = self._slot_targets(features, labels)
         vocab = self.model_config.vocab_size
-        table, bias, labels = self.embedding.output_table(), self.head.output_bias, ops.reshape(labels, (-1,))
+        table = self.embedding.output_table() if table is None else table
+        bias, labels = self.head.output_bias, ops.reshape(labels, (-1,))
         if self.sampler is None:
             if table.shape[0] != vocab:  # extra tokens' rows (a slice's gradient is a copy of the table)
                 table, bias = table[:vocab], bias[:vocab]

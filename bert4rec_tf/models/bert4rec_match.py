@@ -77,13 +77,16 @@ class BERT4RecMatch(BERT4Rec):
     def training_loss(self, features: dict, labels=None):
         """`compute_loss` of the training forward pass, the masked-item part fused (see `BERT4Rec`)."""
         hidden, user, _ = self._encode_with_user(features, training=True)
-        return pooled_mean(self._masked_slot_losses(features, labels, hidden), self._matching_terms(features, user))
+        table = self.embedding.output_table()  # once a step: with attributes at the output, E + F of every id
+        return pooled_mean(self._masked_slot_losses(features, labels, hidden, table),
+                           self._matching_terms(features, user, table))
 
-    def _matching_terms(self, features: dict, user):
+    def _matching_terms(self, features: dict, user, table=None):
         """(matching loss, weight) of every instance, from H_1 `user` [batch, hidden]; weight 0 without a
-        matching target."""
+        matching target; `table` as `_masked_slot_losses`'."""
         positive = ops.cast(features["match_positive"][:, 0], "int32")  # [batch]
-        matching = matching_losses(user, self.embedding.output_table(), positive,
+        table = self.embedding.output_table() if table is None else table
+        matching = matching_losses(user, table, positive,
                                    ops.cast(features["match_negatives"], "int32"), self.model_config.match_scale)
         return matching, positive > 0
 
