@@ -170,14 +170,21 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
         trial.set_user_attr("settings", {key: _plain(value) for key, value in sampled.items()})
         best = {"value": -math.inf}
+        # The seconds reported already (a retry inherits its dead original's reports).
+        reported = set(next(item for item in trial.study.get_trials(deepcopy=False)
+                            if item.number == trial.number).intermediate_values)
 
         def on_validation(point: dict) -> bool:
             score = point.get("/".join(SELECTION_METRIC))
             if score is not None and math.isfinite(score):
                 best["value"] = max(best["value"], score)
             trial.set_user_attr("seconds", float(point.get("seconds", 0.0)))
-            if math.isfinite(best["value"]):
-                trial.report(best["value"], step=int(point.get("seconds", 0.0)))
+            second = int(point.get("seconds", 0.0))
+            # One report a second (Optuna's steps are integers: a second validation within the same
+            # second would only be warned about and ignored).
+            if math.isfinite(best["value"]) and second not in reported:
+                trial.report(best["value"], step=second)
+                reported.add(second)
             return trial.should_prune()
 
         keras.backend.clear_session()
