@@ -55,9 +55,12 @@ def make_record(model_dir: str, run: Run, experiment: str, settings: list[str], 
                if key in results}}
 
 
-# What a run's configuration holds that its settings do not decide: the data's vocabulary and users,
-# and the steps a time budget afforded.
-_FROM_THE_RUN = (("model", "vocab_size"), ("model", "num_users"), ("train", "train_steps"))
+# What a run's configuration holds that its settings do not decide: the data's vocabulary, users and
+# attributes, the steps a time budget afforded, and where its attribute files were (the settings name
+# their folder by a token; their contents are bound by the prepared data's key, as the source file's).
+_FROM_THE_RUN = (("model", "vocab_size"), ("model", "num_users"), ("train", "train_steps"),
+                 ("model", "item_attributes"), ("model", "user_attributes"), ("data", "item_features"),
+                 ("data", "user_features"))
 
 
 def stale_fields(record: dict, settings: list[str]) -> list[str]:
