@@ -247,6 +247,8 @@ def _dataset_section(rows: list[dict], runs: list[Run], experiment: str, dataset
 
 
 # The slices' metrics in the report: (protocol, metric) and how each is shown.
+# Below this many users a slice's normal-approximation error bar means nothing (at m = 0 it is 0).
+_SLICE_MIN_USERS = 30
 _SLICE_METRICS = (("pop", "HR@10", "pop-100 HR@10"), ("pop", "NDCG@10", "pop-100 NDCG@10"),
                   ("full", "Recall@10", "full Recall@10"))
 
@@ -261,7 +263,8 @@ def _slices_table(records: list[dict]) -> list[str]:
         return []
     lines = ["The test by how often each user's test item occurs in training (the run's own training "
              "sequences): each slice's users, and its metrics with two standard errors over them (for a mean m "
-             "of per-user values in [0, 1], 2 sqrt(m (1 - m) / users), at most NDCG@10's):", "",
+             "of per-user values in [0, 1], 2 sqrt(m (1 - m) / users), at most NDCG@10's; none for a slice of fewer "
+             f"than {_SLICE_MIN_USERS} users, too few for it):", "",
              "| run | training occurrences | users | " + " | ".join(label for *_, label in _SLICE_METRICS) + " |",
              "|---|---|---|" + "---|" * len(_SLICE_METRICS)]
     for record in sliced:
@@ -274,7 +277,8 @@ def _slices_table(records: list[dict]) -> list[str]:
                 if not users or value is None:
                     cells.append("")
                     continue
-                cells.append(f"{value:.4f} ± {2 * math.sqrt(value * (1 - value) / users):.4f}")
+                cells.append(f"{value:.4f} (too few users)" if users < _SLICE_MIN_USERS else
+                             f"{value:.4f} ± {2 * math.sqrt(value * (1 - value) / users):.4f}")
             lines.append(f"| {record['run']} | {label} | {users:,} | " + " | ".join(cells) + " |")
     return lines + [""]
 

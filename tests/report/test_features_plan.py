@@ -56,14 +56,15 @@ def test_the_slices_table_gives_each_slices_users_and_two_standard_errors():
 
     slices = {"by": "the test target's training occurrences",
               "<5": {"users": 100, "pop": {"HR@10": 0.5, "NDCG@10": 0.3}, "full": {"Recall@10": 0.1}},
-              "5-20": {"users": 0, "pop": {"HR@10": None, "NDCG@10": None}, "full": {"Recall@10": None}},
+              "5-20": {"users": 2, "pop": {"HR@10": 0.0, "NDCG@10": 0.0}, "full": {"Recall@10": 0.0}},
               ">20": {"users": 400, "pop": {"HR@10": 0.7, "NDCG@10": 0.4}, "full": {"Recall@10": 0.2}}}
     lines = _slices_table([{"run": "ml-1m-x", "dataset": "ml-1m", "test_slices": slices},
                            {"run": "ml-1m-earlier", "dataset": "ml-1m"}])  # a record from before slices
     rows = [line for line in lines if line.startswith("| ml-1m")]
     # 2 sqrt(0.5 * 0.5 / 100) = 0.1; 2 sqrt(0.3 * 0.7 / 100) = 0.0917; 2 sqrt(0.7 * 0.3 / 400) = 0.0458
     assert rows == ["| ml-1m-x | <5 | 100 | 0.5000 ± 0.1000 | 0.3000 ± 0.0917 | 0.1000 ± 0.0600 |",
-                    "| ml-1m-x | 5-20 | 0 |  |  |  |",
+                    # 2 users: no error bar (the formula would give 0 at m = 0)
+                    "| ml-1m-x | 5-20 | 2 | 0.0000 (too few users) | 0.0000 (too few users) | 0.0000 (too few users) |",
                     "| ml-1m-x | >20 | 400 | 0.7000 ± 0.0458 | 0.4000 ± 0.0490 | 0.2000 ± 0.0400 |"]
     assert _slices_table([{"run": "ml-1m-earlier", "dataset": "ml-1m"}]) == []
 
