@@ -169,13 +169,13 @@ class ExperimentConfig:
                 self.override(key, value)
 
 
-# The fields of the one configuration every family shared before each had its own sections: a
-# record (config.json, a model's `get_config`) holding only such fields is of that format, and the
-# fields its family does not have are left out as it is read (the family never read them).
 # The fields that say how long a run trains, not what it trains: a run folder resumed with other values
 # trains on (`config_differences` callers ignore them).
 RUN_LENGTH = (("train", "train_steps"), ("train", "stop_after"))
 
+# The fields of the one configuration every family shared before each had its own sections: a
+# record (config.json, a model's `get_config`) holding only such fields is of that format, and the
+# fields its family does not have are left out as it is read (the family never read them).
 EARLIER_FIELDS = {
     "data": ("dataset", "max_len", "masked_lm_prob", "max_predictions_per_seq", "prop_sliding_window", "dupe_factor",
              "mask_prob", "split", "num_negatives", "num_shards", "static_instances", "matching", "match_only_prob",

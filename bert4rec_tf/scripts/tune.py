@@ -6,11 +6,12 @@
 Each trial trains the recipe (--recipe, default cpu-30m) with the settings the sampler draws from
 the model's search space (docs/tuning.md lists them) for --trial_budget: the first minutes of a run
 of --schedule_budget (by default the recipe's time budget, the test run's), so that its learning rate
-follows the test run's schedule; the pruner stops the trials whose validation falls behind. --budget is the trials' time in total (one core
-each), so --jobs 2 spends it in half the wall time. The study lives in --study_dir (its trials in
-study.db, SQLite, or a database given by --storage, which several machines can share). Killing the
-command and running it again continues the study; a larger --budget tunes on. At the end
-best.flags holds the chosen configuration, which `bert4rec-train --flagfile` trains and tests.
+follows the test run's schedule; the pruner stops the trials whose validation falls behind.
+--budget is the trials' time in total (one core each), so --jobs 2 spends it in half the wall time.
+The study lives in --study_dir (its trials in study.db, SQLite, or a database given by --storage,
+which several machines can share). Killing the command and running it again continues the study; a
+larger --budget tunes on. At the end best.flags holds the chosen configuration, which
+`bert4rec-train --flagfile` trains and tests.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _run() -> None:
                           FLAGS.worker)
         return
     print(f"study {settings.name} in {study_dir}: {cli.format_duration(settings.budget)} of trials of "
-          f"{cli.format_duration(settings.trial_budget)} each (of a {cli.format_duration(settings.schedule_budget)} "
+          f"{cli.format_duration(settings.trial_budget)} each (of a {cli.format_duration(settings.schedule)} "
           f"schedule), {FLAGS.jobs} at once; searching "
           + ", ".join(f"{key} {text}" for key, text in settings.space.items()), flush=True)
     done = tuning.tune(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,

@@ -78,12 +78,13 @@ def limit_reached(state: dict, train: TrainConfig) -> bool:
 
 def cut_to_limit(steps: int, elapsed: float, limit: float, pace: float | None, overhead: float, every: int) -> int:
     """`steps`, or fewer once the pace is known: as many as end by `limit` seconds (at least 1) at
-    `pace` seconds a step and `overhead` an interval of `every` steps; all of them without a limit.
+    `pace` seconds a step and `overhead` an interval of `every` steps; all of them without a limit
+    (and 0 stays 0).
 
     Example: cut_to_limit(500, 550.0, 600.0, 0.09, 5.0, 500) == 500; cut_to_limit(500, 580.0, 600.0,
     0.09, 5.0, 500) == 200.
     """
-    if not limit or pace is None:
+    if not limit or pace is None or not steps:
         return steps
     return max(1, min(steps, int((limit - elapsed) / (pace + overhead / every))))
 
@@ -137,7 +138,7 @@ class IntervalPlan:
         pace, elapsed = self.pace, self.clock()
         steps, total = budget_plan(state["step"], elapsed, train.time_budget, train.train_steps, self.eval_every,
                                    self.probe, state["scheduled"], pace.pace, pace.overhead)
-        steps = cut_to_limit(steps, elapsed, train.stop_after, pace.pace, pace.overhead, self.eval_every) if steps else 0
+        steps = cut_to_limit(steps, elapsed, train.stop_after, pace.pace, pace.overhead, self.eval_every)
         # Warned once the total is planned from the measured pace, or when the budget runs out (no
         # steps, and `total` is the steps done): also inside the first interval, before the pace was
         # measured (a budget shorter than start-up, a few steps and a validation).

@@ -9,10 +9,11 @@
 Each trial is an ordinary time-budgeted run in its own folder, trained with the settings the sampler
 chose: the first `trial_budget` seconds (`train.stop_after`) of a run of the test run's budget
 (`schedule_budget`, `train.time_budget`), so that its learning rate follows the schedule the chosen
-configuration will train with, not one that decays to 0 at the end of the trial. After each validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at
-its seconds of training and validation so far, and the successive-halving pruner may stop it
-there: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds). The test is never
-read: the study chooses on validation only.
+configuration will train with, not one that decays to 0 at the end of the trial. After each
+validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at its seconds of
+training and validation so far, and the successive-halving pruner may stop it there: the budget
+is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds). The test is never read: the study
+chooses on validation only.
 
 What survives a kill: Optuna's database storage with heartbeats. A trial whose process died stops
 beating; once its heartbeat is older than `GRACE_SECONDS` Optuna marks it failed and queues a copy of
@@ -84,6 +85,12 @@ class StudySettings:
     schedule_budget: float | None = None
 
     @property
+    def schedule(self) -> float:
+        """The seconds the trials' schedule is fitted to (a study made before `schedule_budget`: the
+        trial budget, as its trials trained)."""
+        return self.schedule_budget or self.trial_budget
+
+    @property
     def name(self) -> str:
         return f"{self.dataset}-{self.model}-{self.loss or 'default'}"
 
@@ -130,16 +137,20 @@ def bind(study_dir: str, settings: StudySettings) -> StudySettings:
     return settings
 
 
+def _frozen(trial):
+    """The stored `FrozenTrial` of the running `trial`."""
+    return next(item for item in trial.study.get_trials(deepcopy=False) if item.number == trial.number)
+
+
 def trial_folder(study_dir: str, trial) -> str:
     """The run folder of `trial`: named by its original trial's number when it is a retry."""
-    frozen = next(item for item in trial.study.get_trials(deepcopy=False) if item.number == trial.number)
-    return os.path.join(study_dir, "trials", f"{original_number(frozen):04d}")
+    return os.path.join(study_dir, "trials", f"{original_number(_frozen(trial)):04d}")
 
 
 def base_overrides(settings: StudySettings) -> list[str]:
     """Every trial's overrides before the sampled ones: the study's, the loss, the schedule's budget and
     the trial budget (where the trial stops, when the schedule is longer)."""
-    schedule = settings.schedule_budget or settings.trial_budget
+    schedule = settings.schedule
     return [*settings.overrides, *([f"loss={settings.loss}"] if settings.loss else []), f"time_budget={schedule}",
             f"stop_after={settings.trial_budget if schedule > settings.trial_budget else 0}"]
 
@@ -152,7 +163,6 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
     optuna = _optuna()
 
     from bert4rec_tf.training.run_folder import RunFolder
-    from bert4rec_tf.training.schedule import limit_reached
     from bert4rec_tf.training.trainer import train_and_evaluate
 
     task = task_of_preset(settings.model)
@@ -171,8 +181,7 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
         trial.set_user_attr("settings", {key: _plain(value) for key, value in sampled.items()})
         best = {"value": -math.inf}
         # The seconds reported already (a retry inherits its dead original's reports).
-        reported = set(next(item for item in trial.study.get_trials(deepcopy=False)
-                            if item.number == trial.number).intermediate_values)
+        reported = set(_frozen(trial).intermediate_values)
 
         def on_validation(point: dict) -> bool:
             score = point.get("/".join(SELECTION_METRIC))
@@ -198,9 +207,9 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
         trial.set_user_attr("seconds", float(state["seconds"]))
         trial.set_user_attr("steps", int(state["step"]))
         # Stopped by the pruner, unless its budget was spent by then (a first interval can outlast a
-        # short budget: it is not cut).
+        # short budget: it is not cut); the trial budget is its `stop_after`, or its whole time budget.
         finished = (state.get("budget_spent") or state["step"] >= config.train.train_steps
-                    or limit_reached(state, config.train) or state["seconds"] >= config.train.time_budget)
+                    or state["seconds"] >= settings.trial_budget)
         if not finished:
             raise optuna.TrialPruned(f"stopped at {state['seconds']:.0f} s on its validation curve")
         if state["best"] is None:
@@ -267,7 +276,7 @@ def best_trial(study):
 def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
     """The flag file of the chosen configuration: `bert4rec-train --flagfile best.flags` trains it
     (its recipe's own time budget; a flag after the flag file overrides it)."""
-    schedule = settings.schedule_budget or settings.trial_budget
+    schedule = settings.schedule
     lines = [f"# bert4rec-tune {settings.name}: trial {trial.number} of {len(trials)}, best validation "
              f"{'/'.join(SELECTION_METRIC)} {trial.value:.4f} in {cli.format_duration(settings.trial_budget)} of a "
              f"{cli.format_duration(schedule)} schedule",
@@ -294,7 +303,7 @@ def summary(study, settings: StudySettings | None = None) -> dict:
     wall = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
     best = best_trial(study)
     budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget,
-                                           "schedule_budget": settings.schedule_budget or settings.trial_budget}
+                                           "schedule_budget": settings.schedule}
     return {"trials": {key: value for key, value in counts.items() if value}, "spent_seconds": spent_seconds(trials),
             "wall_seconds": round(wall, 1), **budgets,
             **({} if best is None else {"best": {"number": best.number, "value": best.value,
