@@ -1,8 +1,11 @@
 """The study's figures: the best validation score against the trials' time, each trial's curve (the
-pruned ones stopping early), and each setting's importance (Optuna's fANOVA)."""
+pruned ones stopping early; marked, the points the pruner was given), and each setting's importance
+(Optuna's fANOVA)."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 
 from bert4rec_tf.constants import SELECTION_METRIC
@@ -33,17 +36,19 @@ def write_report(study_dir: str, study) -> list[str]:
     left.step(xs, ys, where="post", marker="o")
     left.set(xlabel="trials' time spent (minutes, in the order the trials were made)",
              ylabel=f"best validation {metric}", title="Best trial so far")
-    for trial in trials:
-        steps = sorted(trial.intermediate_values)
-        if not steps:
+    for trial in finished:
+        seconds, values = _curve(study_dir, trial, metric)
+        if not seconds:
             continue
         pruned = trial.state == optuna.trial.TrialState.PRUNED
-        # A pruned trial may have reported once: its point is drawn all the same.
-        style = dict(color="grey", linestyle="--", marker="x", alpha=0.6) if pruned else dict(marker=".", alpha=0.9)
-        right.plot([step / 60 for step in steps], [trial.intermediate_values[step] for step in steps],
-                   label=None if pruned else f"trial {trial.number}", **style)
+        style = dict(color="grey", linestyle="--", alpha=0.6) if pruned else dict(alpha=0.9)
+        line, = right.plot([second / 60 for second in seconds], values,
+                           label=None if pruned else f"trial {trial.number}", **style)
+        reported = sorted(trial.intermediate_values)  # what the pruner saw: the points after the warm-up
+        right.plot([second / 60 for second in reported], [trial.intermediate_values[second] for second in reported],
+                   linestyle="none", marker="x" if pruned else ".", color=line.get_color(), alpha=line.get_alpha())
     right.set(xlabel="trial's time (minutes)", ylabel=f"best validation {metric} so far",
-              title="Each trial's curve (grey, dashed: stopped by the pruner)")
+              title="Each trial's curve (grey, dashed: stopped by the pruner;\nmarked: the points it was judged on)")
     if sum(trial.state == optuna.trial.TrialState.COMPLETE for trial in trials) <= 12:
         right.legend(fontsize="small")
     figure.tight_layout()
@@ -65,3 +70,23 @@ def write_report(study_dir: str, study) -> list[str]:
             figure.savefig(temporary, format="png", dpi=100)
         plt.close(figure)
     return paths
+
+
+def _curve(study_dir: str, trial, metric: str) -> tuple[list[float], list[float]]:
+    """A finished trial's best validation score so far at each validation (seconds, values), from its
+    run folder's curve (every validation, the warm-up's included); from its reports without one."""
+    path = os.path.join(study_dir, trial.user_attrs.get("folder", "-"), "validation.json")
+    if not os.path.isfile(path):
+        seconds = sorted(trial.intermediate_values)
+        return seconds, [trial.intermediate_values[second] for second in seconds]
+    with open(path, encoding="utf-8") as handle:
+        curve = json.load(handle)
+    seconds, values, best = [], [], -math.inf
+    for point in curve:
+        score = point.get(metric)
+        if score is None or not math.isfinite(score):
+            continue
+        best = max(best, score)
+        seconds.append(float(point.get("seconds", 0.0)))
+        values.append(best)
+    return seconds, values

@@ -11,8 +11,8 @@ chose: the first `trial_budget` seconds (`train.stop_after`) of a run of the tes
 (`schedule_budget`, `train.time_budget`), so that its learning rate follows the schedule the chosen
 configuration will train with, not one that decays to 0 at the end of the trial. After each
 validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at its seconds of
-training and validation so far, and the successive-halving pruner may stop it there: the budget
-is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds). The test is never read: the study
+training and validation so far, once its learning-rate warm-up is over, and the successive-halving
+pruner may stop it there: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds). The test is never read: the study
 chooses on validation only.
 
 What survives a kill: Optuna's database storage with heartbeats. A trial whose process died stops
@@ -189,9 +189,12 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
                 best["value"] = max(best["value"], score)
             trial.set_user_attr("seconds", float(point.get("seconds", 0.0)))
             second = int(point.get("seconds", 0.0))
-            # One report a second (Optuna's steps are integers: a second validation within the same
-            # second would only be warned about and ignored).
-            if math.isfinite(best["value"]) and second not in reported:
+            # No report while the learning rate warms up: every trial is still near its start there,
+            # and the pruner would stop trials on noise. One report a second (Optuna's steps are
+            # integers: a second validation within the same second would only be warned about and
+            # ignored).
+            warming = int(point.get("step", 0)) <= config.train.warmup_steps
+            if math.isfinite(best["value"]) and second not in reported and not warming:
                 trial.report(best["value"], step=second)
                 reported.add(second)
             return trial.should_prune()

@@ -43,10 +43,17 @@ def test_a_study_runs_its_budget_and_writes_its_choice(planted, tmp_path):
     study = optuna.load_study(study_name="beauty-bpr_mf-default", storage=f"sqlite:///{tmp_path}/study.db")
     trials = study.get_trials()
     assert done["spent_seconds"] >= 18.0 and len(trials) >= 3
-    for trial in trials:  # every trial is a run folder whose curve gave the pruner its reports
-        curve = json.load(open(tmp_path / trial.user_attrs["folder"] / "validation.json"))
-        assert sorted(trial.intermediate_values) == sorted({int(point["seconds"]) for point in curve})
-        assert not (tmp_path / trial.user_attrs["folder"] / "results.json").exists()  # the test was never read
+    reported = warming = 0
+    for trial in trials:  # every trial is a run folder whose curve after the warm-up gave the pruner its reports
+        folder = tmp_path / trial.user_attrs["folder"]
+        curve = json.load(open(folder / "validation.json"))
+        warmup = json.load(open(folder / "config.json"))["train"]["warmup_steps"]
+        assert sorted(trial.intermediate_values) == sorted({int(point["seconds"]) for point in curve
+                                                            if point["step"] > warmup})
+        reported += len(trial.intermediate_values)
+        warming += sum(point["step"] <= warmup for point in curve)
+        assert not (folder / "results.json").exists()  # the test was never read
+    assert reported and warming  # some validations fell in the warm-up (not reported), some after it
     best = max((trial for trial in trials if trial.state == optuna.trial.TrialState.COMPLETE), key=lambda t: t.value)
     assert done["best"]["number"] == best.number
     flags = open(done["best_flags"]).read()
