@@ -36,7 +36,10 @@ def write_report(study_dir: str, study) -> list[str]:
     left.step(xs, ys, where="post", marker="o")
     left.set(xlabel="trials' time spent (minutes, in the order the trials were made)",
              ylabel=f"best validation {metric}", title="Best trial so far")
+    drawn = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     for trial in finished:
+        if trial.state not in drawn:  # a failed trial's folder is its retry's: drawn once, as the retry
+            continue
         seconds, values = _curve(study_dir, trial, metric)
         if not seconds:
             continue
@@ -73,7 +76,7 @@ def write_report(study_dir: str, study) -> list[str]:
 
 
 def _curve(study_dir: str, trial, metric: str) -> tuple[list[float], list[float]]:
-    """A finished trial's best validation score so far at each validation (seconds, values), from its
+    """A trial's best validation score so far at each validation (seconds, values), from its
     run folder's curve (every validation, the warm-up's included); from its reports without one."""
     path = os.path.join(study_dir, trial.user_attrs.get("folder", "-"), "validation.json")
     if not os.path.isfile(path):

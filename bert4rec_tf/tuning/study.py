@@ -12,8 +12,8 @@ chose: the first `trial_budget` seconds (`train.stop_after`) of a run of the tes
 configuration will train with, not one that decays to 0 at the end of the trial. After each
 validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at its seconds of
 training and validation so far, once its learning-rate warm-up is over, and the successive-halving
-pruner may stop it there: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds). The test is never read: the study
-chooses on validation only.
+pruner may stop it there: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ...
+seconds). The test is never read: the study chooses on validation only.
 
 What survives a kill: Optuna's database storage with heartbeats. A trial whose process died stops
 beating; once its heartbeat is older than `GRACE_SECONDS` Optuna marks it failed and queues a copy of

@@ -26,11 +26,12 @@ CATEGORIES, PER_CATEGORY, COLD = 20, 60, 3
 # at most `unlearned` with ids only, and the ranks the next category's cold items must reach among
 # the 20 categories' (`cold_rank`: at worst, and on average over the 20; 0 the first, 9.5 a model
 # that knows nothing). Measured: SASRec 0.81 against 0.24, the next category first for every
-# category; BERT4Rec 0.71 against 0.09, ranks 0.6 on average and 3 at worst. BERT4Rec learns from its masked slots only (a fifth of a
-# sequence here, against every position for SASRec), so it has more users, steps and width: with
-# SASRec's 400 users it learned the items' frequencies and not the order (pop-100 HR@10 near 0.1
-# with the attributes as without); at d 16 and 2,000 steps on 2,000 users it learned which
-# categories go together but ranked the last item's own category above the next one.
+# category; BERT4Rec 0.71 against 0.09, ranks 0.6 on average and 3 at worst. BERT4Rec learns from
+# its masked slots only (a fifth of a sequence here, against every position for SASRec), so it has
+# more users, steps and width: with SASRec's 400 users it learned the items' frequencies and not
+# the order (pop-100 HR@10 near 0.1 with the attributes as without); at d 16 and 2,000 steps on
+# 2,000 users it learned which categories go together but ranked the last item's own category
+# above the next one.
 CASES = {"sasrec": dict(users=400, steps=800, settings=[], learned=0.7, unlearned=0.45, cold_rank=(0, 0.0)),
          "bert4rec": dict(users=2000, steps=4000, learned=0.55, unlearned=0.2, cold_rank=(4, 1.5),
                           settings=["masked_lm_prob=0.2", "model.hidden_size=32", "model.intermediate_size=64"])}
@@ -49,8 +50,21 @@ def _planted(root, num_users: int):
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    return _planted(tmp_path_factory.mktemp("planted_categories"), CASES["sasrec"]["users"])
+def planted_sets(tmp_path_factory):
+    """The planted data set of so many users, made once per module."""
+    made = {}
+
+    def of(num_users: int):
+        if num_users not in made:
+            made[num_users] = _planted(tmp_path_factory.mktemp(f"planted_categories_{num_users}"), num_users)
+        return made[num_users]
+
+    return of
+
+
+@pytest.fixture(scope="module")
+def planted(planted_sets):
+    return planted_sets(CASES["sasrec"]["users"])
 
 
 def train(planted, preset: str, name: str, extra: list[str]) -> dict:
@@ -63,10 +77,9 @@ def train(planted, preset: str, name: str, extra: list[str]) -> dict:
 
 
 @pytest.mark.parametrize("preset", ["sasrec", pytest.param("bert4rec", marks=pytest.mark.slow)])
-def test_attributes_learn_what_ids_cannot_and_serve_an_item_never_seen(planted, tmp_path_factory, preset):
+def test_attributes_learn_what_ids_cannot_and_serve_an_item_never_seen(planted_sets, preset):
     case = CASES[preset]
-    if case["users"] != CASES["sasrec"]["users"]:
-        planted = _planted(tmp_path_factory.mktemp(f"planted_categories_{preset}"), case["users"])
+    planted = planted_sets(case["users"])
     root, _, features, _ = planted
     ids = train(planted, preset, f"{preset}-ids", [])
     both = train(planted, preset, f"{preset}-both", [f"item_features={features}", *ATTRIBUTES])
