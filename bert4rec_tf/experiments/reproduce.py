@@ -49,7 +49,7 @@ from bert4rec_tf.experiments.plans import (ATTRIBUTES_TOKEN, EXPERIMENTS, RENAME
 from bert4rec_tf.experiments.records import own_record, read_record, run_status, settings_changes, stale_fields
 from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, provenance_file, recorded_datasets,
                                              report_datasets, slower_cores, start_provenance, write_reports)
-from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs
+from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs, trained_seconds
 from bert4rec_tf.files import read_json
 from bert4rec_tf.tuning.study import BEST_FLAGS
 from bert4rec_tf.tasks import preset, recipe_overrides
@@ -408,8 +408,11 @@ def main(argv: list[str] | None = None) -> int:
     def report() -> None:
         write_reports(args, reported, reported_settings, command)
 
+    def trained(run) -> float:
+        return trained_seconds(os.path.join(args.out, "runs", run.name))
+
     failed, postponed, refused, spent = run_jobs(todo, len(runs), groups, deadline, args.out, run_budget, refuse,
-                                                 prepare, report)
+                                                 prepare, report, trained)
     if failed:
         return 1  # the report was written when the run failed
     if not spent:  # every run was skipped: the report has not been written in this call

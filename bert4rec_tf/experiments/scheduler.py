@@ -23,7 +23,7 @@ from typing import Callable
 
 from bert4rec_tf import cli
 from bert4rec_tf.experiments.plans import Run
-from bert4rec_tf.files import package_environment
+from bert4rec_tf.files import package_environment, read_json
 
 # Each run is `bert4rec-train` run as a module by this Python, with this package first on its path.
 TRAIN = [sys.executable, "-m", "bert4rec_tf.scripts.train"]
@@ -75,15 +75,28 @@ def parse_deadline(text: str, now: float) -> float:
     return target if target > now else time.mktime((day.tm_year, day.tm_mon, day.tm_mday + 1, hour, minute, 0, 0, 0, -1))
 
 
-def expected_seconds(run, budget: float, spent: list[float]) -> float | None:
+def expected_seconds(run, budget: float, spent: list[float], trained: float = 0.0) -> float | None:
     """How long `run` is expected to take: POP about two minutes; a trained run its `budget` and
-    `RUN_OVERHEAD`, or the mean of the trained runs before it (`spent`) when that is longer. None
-    when neither is known (a run of --train_steps before any has ended)."""
+    `RUN_OVERHEAD`, or the mean of the trained runs before it (`spent`) when that is longer, less the
+    seconds it `trained` before (a resumed run; at least the overhead is left). None when neither is
+    known (a run of --train_steps before any has ended)."""
     if run.model == "pop":
         return POP_SECONDS
     measured = sum(spent) / len(spent) if spent else 0.0
     expected = max(measured, budget + RUN_OVERHEAD if budget else 0.0)
-    return expected or None
+    if not expected:
+        return None
+    return max(expected - trained, RUN_OVERHEAD) if trained else expected
+
+
+def trained_seconds(folder: str) -> float:
+    """The training and validation seconds that the run folder `folder` has behind it (its committed
+    `checkpoints/state.json`, see training/run_folder.py): 0 for a new folder, or one whose state
+    cannot be read (the run itself then says why when it starts)."""
+    try:
+        return float(read_json(os.path.join(folder, "checkpoints", "state.json")).get("seconds", 0.0))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 0.0
 
 
 def core_groups(jobs: int, cores: list[int]) -> list[list[int]]:
@@ -153,7 +166,8 @@ def failure_cause(log: str, offset: int, returncode: int) -> str:
 def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int] | None], deadline: float | None,
              out: str, run_budget: Callable[[Run], float], refuse: Callable[[Run, dict], str | None],
              prepare: Callable[[Run, list[int] | None, dict | None], list[str]],
-             finished: Callable[[], None]) -> tuple[list[str], list[str], list[str], list[float]]:
+             finished: Callable[[], None], trained: Callable[[Run], float] = lambda run: 0.0
+             ) -> tuple[list[str], list[str], list[str], list[float]]:
     """Trains the `todo` runs ((index in the plan of `total` runs, run, state) in order), `len(groups)` at
     a time, each pinned to its group of cores (None: not pinned), its output in `<out>/<run>.log`.
 
@@ -163,10 +177,12 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
     a one-line ValueError when the run cannot start (it then counts as failed); `finished()` follows
     every run that ends. A run that fails is named with its cause (the last `error:` line of its
     output), and after it no other starts. A train process ends when this process dies (Linux).
+    `trained(run)`: the seconds a run trained before this call (resumed from its checkpoint), which its
+    deadline check and the time left do not count again.
 
     Returns:
         The runs that failed, those postponed by the deadline and those refused (by name), and the
-        seconds that each trained run took.
+        seconds that each trained run took (a resumed run's with those it trained before).
     """
     # A run takes at least its budget (POP, with nothing to train, takes less and says little).
     budget = max((run_budget(run) for _, run, _ in todo), default=0.0)
@@ -177,7 +193,8 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
     while running or (todo and not failed):
         while todo and free and not failed:
             index, run, state = todo.pop(0)
-            expected = expected_seconds(run, run_budget(run), spent)
+            before = trained(run) if run.model != "pop" else 0.0
+            expected = expected_seconds(run, run_budget(run), spent, before)
             if deadline is not None and expected is not None and time.time() + expected > deadline:
                 postponed.append(run.name)
                 print(f"run {index}/{total}: {run.name} not started: it would end after the deadline "
@@ -186,10 +203,10 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
                 continue
             slot = free.pop(0)
             left = len(todo) + len(running) + 1
-            trained = trained_runs([run, *(r for _, r, _ in todo), *(entry[0] for entry in running.values())])
+            counted = trained_runs([run, *(r for _, r, _ in todo), *(entry[0] for entry in running.values())])
             now = time.monotonic()
-            estimate = time_left(spent, budget, trained, len(groups),
-                                 tuple(now - entry[1] for entry in running.values() if entry[0].model != "pop"))
+            going = tuple(now - entry[1] + entry[5] for entry in running.values() if entry[0].model != "pop")
+            estimate = time_left(spent, budget, counted, len(groups), (before,) * bool(before) + going)
             cores = groups[slot]
             print(f"run {index}/{total}: {run.name} ({state})"
                   + (f" on core{'s' if len(cores) > 1 else ''} {','.join(map(str, cores))}" if cores else "")
@@ -216,12 +233,12 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
             log = open(path, "a", encoding="utf-8")
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=package_environment(),
                                        preexec_fn=functools.partial(child_setup, os.getpid(), pin))
-            running[process] = (run, time.monotonic(), slot, log, os.path.getsize(path))
+            running[process] = (run, time.monotonic(), slot, log, os.path.getsize(path), before)
         done = next((process for process in running if process.poll() is not None), None)
         if done is None:
             time.sleep(1.0)
             continue
-        run, started, slot, log, offset = running.pop(done)
+        run, started, slot, log, offset, before = running.pop(done)
         log.close()
         free.append(slot)
         if done.returncode != 0:
@@ -230,6 +247,6 @@ def run_jobs(todo: list[tuple[int, Run, str]], total: int, groups: list[list[int
                   flush=True)
             failed.append(run.name)
         elif run.model != "pop":
-            spent.append(time.monotonic() - started)
+            spent.append(time.monotonic() - started + before)  # the whole run's, for the estimates
         finished()
     return failed, postponed, refused, spent

@@ -319,6 +319,27 @@ def test_a_sweep_without_a_measured_run_is_compared_with_every_experiments_recor
 
 
 
+def test_a_resumed_run_counts_the_time_it_trained_before(tmp_path, monkeypatch, capsys):
+    """A run folder 50 minutes into its hour has about 10 minutes and the overhead left: it starts 20
+    minutes before the deadline where a new hour's run does not, and the time left counts only that."""
+    from bert4rec_tf.experiments import reproduce as script
+    from bert4rec_tf.experiments import scheduler
+
+    monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
+    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "print('trained')", "--"])
+    out = tmp_path / "out"
+    checkpoints = out / "runs" / "beauty-bpr-mf" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "state.json").write_text(json.dumps({"step": 900, "seconds": 3000.0}), encoding="utf-8")
+    code = script.main(["table2", "--datasets", "beauty", "--only", "bpr-mf,ncf", "--budget", "1h", "--out", str(out),
+                        "--no_figures", "--deadline", "20m"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "run 1/2: beauty-bpr-mf (started), about 1h10m left for 2 runs\n" in printed  # 10 minutes, then an hour
+    assert "run 2/2: beauty-ncf not started: it would end after the deadline" in printed
+    assert scheduler.trained_seconds(str(out / "runs" / "beauty-ncf")) == 0.0  # a new folder
+
+
 def test_a_failed_run_is_named_with_its_cause_and_no_other_run_starts(tmp_path, monkeypatch, capsys):
     from bert4rec_tf.experiments import reproduce as script
     from bert4rec_tf.experiments import scheduler

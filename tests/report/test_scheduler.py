@@ -71,4 +71,6 @@ def test_a_run_is_expected_to_take_its_budget_and_the_overhead_or_what_runs_took
     assert expected_seconds(bert4rec, 0.0, []) is None  # --train_steps, nothing measured: unknown
     assert expected_seconds(bert4rec, 0.0, [50.0]) == 50.0
     assert expected_seconds(pop, 3600.0, []) == POP_SECONDS
+    assert expected_seconds(bert4rec, 3600.0, [], trained=3000.0) == 600.0 + RUN_OVERHEAD  # resumed
+    assert expected_seconds(bert4rec, 3600.0, [], trained=5000.0) == RUN_OVERHEAD  # the test and export remain
 
