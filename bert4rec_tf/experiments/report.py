@@ -291,13 +291,14 @@ def _tuning_table(records: list[dict]) -> list[str]:
     lines = ["## Tuning", "",
              "Each tuned run's study (bert4rec-tune): its budget of trials' time (one core each), the wall time "
              "from its first trial's start to its last one's end, its trials by how they ended (pruned: stopped "
-             "on its validation curve), the chosen trial's validation pop-100 NDCG@10 at the trial budget, and "
+             "on its validation curve), the validation pop-100 NDCG@10 at the trial budget of the recipe's own "
+             "settings (the first trial; a study made before that had none) and of the chosen trial, and "
              "the settings chosen; only validation decided, the test was read once, by the run above. A trial "
              "trains the first trial budget of a run whose learning rate decays to 0 at the schedule's end (a "
              "study older than the schedule setting decayed at the trial budget):", "",
-             "| run | budget | trial budget | schedule | trial time | wall time | trials | best validation | "
-             "chosen settings |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| run | budget | trial budget | schedule | trial time | wall time | trials | the recipe's trial | "
+             "best validation | chosen settings |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for record in tuned:
         study = record["tuning"]
         best = study.get("best", {})
@@ -308,8 +309,18 @@ def _tuning_table(records: list[dict]) -> list[str]:
         chosen = ", ".join(f"{key} {_setting_text(value)}" for key, value in sorted(best.get("settings", {}).items()))
         value = f"{best['value']:.4f}" if "value" in best else ""
         lines.append(f"| {record['run']} | {minutes['budget']} | {minutes['trial_budget']} | "
-                     f"{minutes['schedule_budget']} | {minutes['spent_seconds']} | {minutes['wall_seconds']} | {trials} | {value} | {chosen} |")
+                     f"{minutes['schedule_budget']} | {minutes['spent_seconds']} | {minutes['wall_seconds']} | {trials} | "
+                     f"{_start_text(study.get('start'))} | {value} | {chosen} |")
     return lines + [""]
+
+
+def _start_text(start: dict | None) -> str:
+    """How the study's trial of the recipe's settings ended."""
+    if not start:
+        return "none"
+    if start.get("value") is None:
+        return f"trial {start['number']}, {start['state']}"
+    return f"{start['value']:.4f} (trial {start['number']}{', pruned' if start['state'] == 'pruned' else ''})"
 
 
 def _setting_text(value) -> str:

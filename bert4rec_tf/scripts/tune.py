@@ -81,6 +81,9 @@ def _run() -> None:
     print(f"trials: {counts}; {cli.format_duration(done['spent_seconds'])} of trials spent")
     print(f"best: trial {best['number']}, validation {'/'.join(SELECTION_METRIC)} {best['value']:.4f} with "
           + ", ".join(f"{key}={value}" for key, value in best["settings"].items()))
+    start = done.get("start")
+    if start and start.get("value") is not None:
+        print(f"the recipe's settings: trial {start['number']} ({start['state']}), validation {start['value']:.4f}")
     print(f"figures: {', '.join(done['figures'])}")
     print(f"train and test it: bert4rec-train --flagfile {done['best_flags']} --model_dir runs/{settings.name}-tuned")
 

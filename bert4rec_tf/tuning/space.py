@@ -26,6 +26,9 @@ class Choice:
     def suggest(self, trial, key: str):
         return trial.suggest_categorical(key, list(self.values))
 
+    def contains(self, value) -> bool:
+        return value in self.values
+
     def describe(self) -> str:
         return "{" + ", ".join(map(str, self.values)) + "}"
 
@@ -41,6 +44,9 @@ class Float:
     def suggest(self, trial, key: str):
         return trial.suggest_float(key, self.low, self.high, log=self.log)
 
+    def contains(self, value) -> bool:
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
+
     def describe(self) -> str:
         return f"[{self.low:g}, {self.high:g}]{' log' if self.log else ''}"
 
@@ -55,6 +61,9 @@ class Int:
 
     def suggest(self, trial, key: str):
         return trial.suggest_int(key, self.low, self.high, log=self.log)
+
+    def contains(self, value) -> bool:
+        return isinstance(value, int) and self.low <= value <= self.high
 
     def describe(self) -> str:
         return f"{self.low}..{self.high}{' log' if self.log else ''}"
@@ -85,6 +94,41 @@ def suggest(space: SearchSpace, trial, config) -> dict[str, Any]:
     sampled = {key: param.suggest(trial, key) for key, param in space.items() if not isinstance(param, Derived)}
     derived = {key: param.rule(sampled, config) for key, param in space.items() if isinstance(param, Derived)}
     return {**sampled, **derived}
+
+
+def setting(config, key: str):
+    """The value of `key` (`section.field` or a field name) in `config`, an `ExperimentConfig`."""
+    section, field = config.resolve(key)
+    return getattr(getattr(config, section), field)
+
+
+def around(space: SearchSpace, config) -> SearchSpace:
+    """`space` with each `Choice` also holding `config`'s own value of its key where the grid lacks it
+    (SASRec's d 50 beside the paper's 16 to 256), so that the configuration a study starts from, the
+    recipe's, is a point of the search."""
+    widened = dict(space)
+    for key, param in space.items():
+        if isinstance(param, Choice) and config.has(key) and not param.contains(setting(config, key)):
+            values = [*param.values, setting(config, key)]
+            widened[key] = Choice(tuple(sorted(values)) if all(isinstance(v, (int, float)) for v in values)
+                                  else tuple(values))
+    return widened
+
+
+def starting_point(space: SearchSpace, config) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+    """The sampled settings of `config` (the recipe's), where `space` holds them; and what a trial of
+    them trains differently from `config`: {key: (config's value, the trial's)} for a derived key
+    whose rule gives another value, or a range that excludes the config's (the key is then sampled,
+    shown as None)."""
+    params = {key: setting(config, key) for key, param in space.items()
+              if not isinstance(param, Derived) and param.contains(setting(config, key))}
+    differs = {key: (setting(config, key), None) for key, param in space.items()
+               if not isinstance(param, Derived) and key not in params}
+    if not differs:
+        for key, param in space.items():
+            if isinstance(param, Derived) and param.rule(params, config) != setting(config, key):
+                differs[key] = (setting(config, key), param.rule(params, config))
+    return params, differs
 
 
 def check_space(space: SearchSpace, config) -> None:

@@ -39,7 +39,7 @@ from bert4rec_tf import cli
 from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.tasks import task_of_preset
-from bert4rec_tf.tuning.space import check_space, suggest
+from bert4rec_tf.tuning.space import around, check_space, starting_point, suggest
 from bert4rec_tf.tuning.trials import original_number, spent_seconds
 
 # Heartbeats of running trials, and how old one may be before its trial counts as dead.
@@ -165,8 +165,7 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
     from bert4rec_tf.training.run_folder import RunFolder
     from bert4rec_tf.training.trainer import train_and_evaluate
 
-    task = task_of_preset(settings.model)
-    space = task.search_space(settings.model)
+    space = study_space(settings, encoding)
 
     def objective(trial) -> float:
         fixed = base_overrides(settings)
@@ -295,8 +294,9 @@ def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
 
 def summary(study, settings: StudySettings | None = None) -> dict:
     """Counts of the study's trials by state, the trials' seconds (`spent_seconds`) and the wall time
-    from the first trial's start to the last one's end, the budgets of `settings`, and the best
-    trial's number, value and settings."""
+    from the first trial's start to the last one's end, the budgets of `settings`, how the recipe's
+    trial ended ("start": its number, state and value), and the best trial's number, value and
+    settings."""
     optuna = _optuna()
 
     trials = study.get_trials(deepcopy=False)
@@ -307,8 +307,16 @@ def summary(study, settings: StudySettings | None = None) -> dict:
     best = best_trial(study)
     budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget,
                                            "schedule_budget": settings.schedule}
+    # The recipe's trial (`enqueue_start`) as it ended: a retry of it ends where its original did not.
+    starts = [trial for trial in trials if trial.user_attrs.get("start") == "recipe" and trial.state.is_finished()]
+    start = next((trial for trial in reversed(starts) if trial.state != optuna.trial.TrialState.FAIL),
+                 starts[-1] if starts else None)
+    recipe = {} if start is None else {"start": {
+        "number": start.number, "state": start.state.name.lower(),  # a pruned trial: its last report
+        "value": start.value if start.value is not None else (
+            start.intermediate_values[max(start.intermediate_values)] if start.intermediate_values else None)}}
     return {"trials": {key: value for key, value in counts.items() if value}, "spent_seconds": spent_seconds(trials),
-            "wall_seconds": round(wall, 1), **budgets,
+            "wall_seconds": round(wall, 1), **budgets, **recipe,
             **({} if best is None else {"best": {"number": best.number, "value": best.value,
                                                  "settings": best.user_attrs.get("settings", {})}})}
 
@@ -327,8 +335,7 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
         ValueError: one line naming what is wrong.
     """
     task = task_of_preset(model)
-    space = task.search_space(model)
-    if not space:
+    if not task.search_space(model):
         raise ValueError(f"{model} has nothing to tune (its search space is empty)")
     if trial_budget <= 0 or budget < trial_budget:
         raise ValueError(f"--budget ({cli.format_duration(budget)}) must hold at least one --trial_budget "
@@ -342,11 +349,44 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
         raise ValueError(f"--schedule_budget ({cli.format_duration(schedule_budget)}) must be at least the "
                          f"--trial_budget ({cli.format_duration(trial_budget)})")
     settings = StudySettings(dataset, model, loss, recipe, float(budget), float(trial_budget), list(overrides),
-                             seed, eval_every, min_resource, {key: param.describe() for key, param in space.items()},
-                             schedule_budget)
-    config = cli.experiment_config(dataset, base_overrides(settings), seed, model, recipe, encoding)
-    check_space(space, config)
+                             seed, eval_every, min_resource, {}, schedule_budget)
+    check_space(task.search_space(model), start_config(settings, encoding))
+    settings.space = {key: param.describe() for key, param in study_space(settings, encoding).items()}
     return settings
+
+
+def start_config(settings: StudySettings, encoding: str | None = None):
+    """The configuration every trial starts from: the recipe's, with the study's fixed overrides."""
+    return cli.experiment_config(settings.dataset, base_overrides(settings), settings.seed, settings.model,
+                                 settings.recipe, encoding)
+
+
+def study_space(settings: StudySettings, encoding: str | None = None):
+    """The family's search space, each grid holding the recipe's own value too (`space.around`)."""
+    return around(task_of_preset(settings.model).search_space(settings.model), start_config(settings, encoding))
+
+
+def starting_point_of(settings: StudySettings, encoding: str | None = None):
+    """The recipe's settings as the study's first trial takes them, and where that trial trains
+    otherwise (`space.starting_point`)."""
+    return starting_point(study_space(settings, encoding), start_config(settings, encoding))
+
+
+def enqueue_start(study, settings: StudySettings, encoding: str | None = None) -> str | None:
+    """Queues the recipe's settings as the study's next trial, unless a trial has them already or the
+    budget is spent: the chosen configuration is then never one that validates below the recipe at
+    the trial budget. Returns a line saying so (and what the trial trains unlike the recipe), or None."""
+    params, differs = starting_point_of(settings, encoding)
+    if not params or spent_seconds(study.get_trials(deepcopy=False)) >= settings.budget:
+        return None
+    known = [trial.params for trial in study.get_trials(deepcopy=False)]
+    if params in known:
+        return None
+    study.enqueue_trial(params, user_attrs={"start": "recipe"})
+    unlike = "; ".join(f"{key} {ours if ours is not None else 'sampled'} (the recipe's {theirs})"
+                       for key, (theirs, ours) in differs.items())
+    return ("the recipe's settings queued as the next trial" + (f", but for {unlike}" if unlike else "")
+            + f": {', '.join(f'{key} {value}' for key, value in params.items())}")
 
 
 def write_best(study_dir: str, settings: StudySettings, study) -> str | None:
@@ -387,6 +427,9 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
                                    settings.recipe, encoding)
     prepare(config.data, data_dir, source_file)
     study = open_study(study_dir, settings, storage)
+    queued = enqueue_start(study, settings, encoding)
+    if queued:
+        print(queued, flush=True)
     if workers is None:
         run_worker(study_dir, settings, storage, data_dir, source_file, encoding)
     else:

@@ -112,10 +112,14 @@ def test_the_report_lists_each_studys_budget_trials_and_choice_and_orders_the_tu
     lines = _tuning_table([{"run": "beauty-sasrec-bce-tuned", "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}},
                            {"run": "beauty-sasrec-bce"}])
     assert lines[-2] == ("| beauty-sasrec-bce-tuned | 60 min | 10 min | 10 min | 62 min | 65 min | 2 complete, "
-                         "7 pruned | 0.2000 | hidden_size 32, learning_rate 0.002 |")  # a study before the schedule
+                         "7 pruned | none | 0.2000 | hidden_size 32, learning_rate 0.002 |")  # a study before the schedule
     assert len(lines) == 8  # the untuned run has no study
-    later = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "schedule_budget": 3600.0}}])
-    assert later[-2].startswith("| r | 60 min | 10 min | 60 min | 62 min |")
+    later = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "schedule_budget": 3600.0,
+                                                   "start": {"number": 0, "state": "complete", "value": 0.18}}}])
+    assert later[-2].startswith("| r | 60 min | 10 min | 60 min | 62 min | 65 min | 2 complete, 7 pruned | "
+                                "0.1800 (trial 0) | 0.2000 |")
+    pruned = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "start": {"number": 0, "state": "pruned", "value": 0.1}}}])
+    assert "| 0.1000 (trial 0, pruned) |" in pruned[-2]
 
     def row(setting, hr):
         return {"source": "BERT4Rec paper, Table 2 (pop-100)", "dataset": "beauty", "setting": setting,

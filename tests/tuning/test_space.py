@@ -12,7 +12,7 @@ from bert4rec_tf import cli
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.tasks import TASKS, preset_names, task_of_preset
 from bert4rec_tf.tuning import study as tuning
-from bert4rec_tf.tuning.space import Choice, Derived, Float, Int, check_space, suggest
+from bert4rec_tf.tuning.space import Choice, Derived, Float, Int, around, check_space, starting_point, suggest
 
 
 @pytest.mark.parametrize("model", preset_names())
@@ -124,3 +124,22 @@ def test_best_flags_are_a_flag_file_of_bert4rec_train(tmp_path):
     assert lines[0].startswith("# bert4rec-tune ml-1m-sasrec-ce: trial 0 of 1, best validation pop/NDCG@10 0.2500 in 1 minute of a 1 hour schedule")
     assert lines[1:] == ["--dataset=ml-1m", "--model=sasrec", "--recipe=cpu-1h", "--loss=ce",
                          "--config=num_negatives=50", "--config=hidden_size=64", "--config=learning_rate=0.002"]
+
+
+def test_every_grid_holds_the_recipes_own_value_and_the_start_is_the_recipe():
+    """Caser's recipe d 50 is not in the paper's grid: the study's grid gets it, and the first trial's
+    settings are the recipe's; where a derived rule gives another value than the recipe, it is named."""
+    caser = cli.experiment_config("ml-1m", [], model="caser", recipe="cpu-1h")
+    space = around(TASKS["caser"].search_space("caser"), caser)
+    assert space["hidden_size"].values == (16, 32, 50, 64, 128, 256)
+    assert TASKS["caser"].search_space("caser")["hidden_size"].values == (16, 32, 64, 128, 256)  # declared as is
+    params, differs = starting_point(space, caser)
+    assert params["hidden_size"] == 50 and params["max_len"] == caser.data.max_len and differs == {}
+    assert cli.experiment_config("ml-1m", [f"{key}={value}" for key, value in params.items()], model="caser",
+                                 recipe="cpu-1h").to_dict() == caser.to_dict()
+    wide = cli.experiment_config("ml-1m", ["intermediate_size=100"], model="bert4rec", recipe="cpu-1h")
+    params, differs = starting_point(around(TASKS["bert4rec"].search_space("bert4rec"), wide), wide)
+    assert differs == {"intermediate_size": (100, 4 * params["hidden_size"])}
+    narrow = {"learning_rate": Float(1e-4, 1e-3), "hidden_size": Choice((16, 64))}
+    params, differs = starting_point(around(narrow, wide), wide)  # the recipe's 3e-3 is outside the range
+    assert params == {"hidden_size": 64} and differs == {"learning_rate": (3e-3, None)}

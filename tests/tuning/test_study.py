@@ -20,8 +20,9 @@ from bert4rec_tf.tuning import study as tuning
 from tests.tasks.harness import planted_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# BPR-MF on the planted data: each trial 6 seconds, three trials' worth in all.
-FIXED = ["num_negatives=20", "valid_users=0"]
+# BPR-MF on the planted data: each trial 6 seconds, three trials' worth in all, a warm-up that some
+# validations fall in and some after (the recipe's first trial makes about 100 steps of 1024).
+FIXED = ["num_negatives=20", "valid_users=0", "warmup_steps=100"]
 
 
 def _settings(budget: float = 18.0, trial_budget: float = 6.0):
@@ -54,6 +55,11 @@ def test_a_study_runs_its_budget_and_writes_its_choice(planted, tmp_path):
         warming += sum(point["step"] <= warmup for point in curve)
         assert not (folder / "results.json").exists()  # the test was never read
     assert reported and warming  # some validations fell in the warm-up (not reported), some after it
+    # the first trial is the recipe's settings: the choice never validates below them
+    assert trials[0].params == tuning.starting_point_of(_settings())[0] and trials[0].user_attrs["start"] == "recipe"
+    if trials[0].state == optuna.trial.TrialState.COMPLETE:
+        assert done["best"]["value"] >= trials[0].value
+    assert done["start"]["number"] == 0 and done["start"]["state"] == trials[0].state.name.lower()
     best = max((trial for trial in trials if trial.state == optuna.trial.TrialState.COMPLETE), key=lambda t: t.value)
     assert done["best"]["number"] == best.number
     flags = open(done["best_flags"]).read()
