@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import shlex
 import subprocess
@@ -199,10 +200,13 @@ def tune_command(run, args: argparse.Namespace, sources: dict[str, str]) -> list
 
 
 def run_study(command: list[str]) -> int:
-    """Runs a bert4rec-tune command in the package's environment; its exit status."""
+    """Runs a bert4rec-tune command in the package's environment, ending with this process (Linux);
+    its exit status."""
+    from bert4rec_tf.experiments.scheduler import child_setup
     from bert4rec_tf.files import package_environment
 
-    return subprocess.run(command, env=package_environment(), check=False).returncode
+    return subprocess.run(command, env=package_environment(), check=False,
+                          preexec_fn=functools.partial(child_setup, os.getpid(), None)).returncode
 
 
 def tune_studies(untuned: list, args: argparse.Namespace, sources: dict[str, str]) -> None:

@@ -375,17 +375,24 @@ def test_a_run_folder_in_use_is_not_started_and_its_holder_is_named(tmp_path, mo
     assert folder.holder() is None
 
 
-def test_a_child_ends_when_the_reproduce_process_is_killed(tmp_path):
+_SLEEPER = "[sys.executable, '-c', 'import os, time; print(os.getpid(), flush=True); time.sleep(120)']"
+
+
+@pytest.mark.parametrize("parent", [
+    # a run's training (the scheduler's child)
+    "import functools, os, subprocess, sys, time\n"
+    "from bert4rec_tf.experiments.scheduler import child_setup\n"
+    f"child = subprocess.Popen({_SLEEPER}, preexec_fn=functools.partial(child_setup, os.getpid(), None))\n"
+    "time.sleep(120)\n",
+    # a tuned run's study
+    "import sys\n"
+    "from bert4rec_tf.experiments.reproduce import run_study\n"
+    f"run_study({_SLEEPER})\n",
+], ids=["train", "study"])
+def test_a_child_ends_when_the_reproduce_process_is_killed(tmp_path, parent):
     import signal
     import time
 
-    parent = (
-        "import functools, os, subprocess, sys, time\n"
-        "from bert4rec_tf.experiments.scheduler import child_setup\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],\n"
-        "                         preexec_fn=functools.partial(child_setup, os.getpid(), None))\n"
-        "print(child.pid, flush=True)\n"
-        "time.sleep(120)\n")
     process = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True, cwd=REPO)
     child = int(process.stdout.readline())
     process.send_signal(signal.SIGKILL)
