@@ -45,8 +45,9 @@ def write_report(study_dir: str, study) -> list[str]:
             continue
         pruned = trial.state == optuna.trial.TrialState.PRUNED
         style = dict(color="grey", linestyle="--", alpha=0.6) if pruned else dict(alpha=0.9)
+        recipe = " (the recipe's)" if trial.user_attrs.get("start") == "recipe" else ""
         line, = right.plot([second / 60 for second in seconds], values,
-                           label=None if pruned else f"trial {trial.number}", **style)
+                           label=None if pruned else f"trial {trial.number}{recipe}", **style)
         reported = sorted(trial.intermediate_values)  # what the pruner saw: the points after the warm-up
         right.plot([second / 60 for second in reported], [trial.intermediate_values[second] for second in reported],
                    linestyle="none", marker="x" if pruned else ".", color=line.get_color(), alpha=line.get_alpha())
