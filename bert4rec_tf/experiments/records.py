@@ -145,24 +145,25 @@ def shared_record(results_dir: str, experiment: str, run: Run, settings: list[st
     if not os.path.isdir(results_dir) or not getattr(run, "share", True):
         return None
     mine = resolved_settings(settings)
-    for other in sorted(os.listdir(results_dir)):
-        folder = os.path.join(results_dir, other)
-        if other == experiment or not os.path.isdir(folder):
+    candidates = [(other, name) for other in sorted(os.listdir(results_dir)) if other != experiment
+                  and os.path.isdir(os.path.join(results_dir, other))
+                  for name in sorted(os.listdir(os.path.join(results_dir, other)))
+                  if name.startswith(f"{run.dataset}-") and name.endswith(".json")]
+    # Records of the run's own name first (Table 2's ml-1m-bert4rec for the tuned table's), so that a
+    # later experiment's record of the same settings does not take their place.
+    candidates.sort(key=lambda candidate: candidate[1] != f"{run.name}.json")
+    for other, name in candidates:
+        record = read_json(os.path.join(results_dir, other, name), "run record")
+        if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):
             continue
-        for name in sorted(os.listdir(folder)):
-            if not name.startswith(f"{run.dataset}-") or not name.endswith(".json"):
+        theirs = record.get("settings")
+        if theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine):
+            stale = stale_fields(record, theirs or [])
+            if stale and not earlier:
                 continue
-            record = read_json(os.path.join(folder, name), "run record")
-            if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):
-                continue
-            theirs = record.get("settings")
-            if theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine):
-                stale = stale_fields(record, theirs or [])
-                if stale and not earlier:
-                    continue
-                return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
-                        "value": run.value, "same_as": f"{other}/{record['run']}",
-                        **({"earlier_configuration": stale} if stale else {})}
+            return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
+                    "value": run.value, "same_as": f"{other}/{record['run']}",
+                    **({"earlier_configuration": stale} if stale else {})}
     return None
 
 

@@ -158,17 +158,39 @@ def chosen_flags(run, args: argparse.Namespace) -> list[str] | None:
     return flags
 
 
-def tuned_plan(runs: list, args: argparse.Namespace) -> tuple[list, list]:
+def tuned_plan(runs: list, args: argparse.Namespace, recorded=None) -> tuple[list, list]:
     """`runs` with each tuned run's flags followed by its study's chosen settings (`chosen_flags`), and
-    the tuned runs whose study has no result yet (left out of the first list)."""
+    the tuned runs whose study has no result yet (left out of the first list). `recorded(run)`: the
+    chosen settings of a tuned run that has no study here but a record (its study ran elsewhere), or
+    None; the report shows such a run from its record."""
     ready, untuned = [], []
     for run in runs:
         flags = chosen_flags(run, args) if run.tuned else []
+        if flags is None and recorded is not None:
+            flags = recorded(run)
         if flags is None:
             untuned.append(run)
         else:
             ready.append(dataclasses.replace(run, flags=run.flags + tuple(flags)) if flags else run)
     return ready, untuned
+
+
+def recorded_choice(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str] | None:
+    """The --config flags that the tuned `run`'s own record in --results_dir was trained with beyond
+    the run's untuned settings (its study's choice), when they make exactly the record's settings;
+    else None."""
+    if not args.results_dir:
+        return None
+    path = os.path.join(args.results_dir, args.experiment, f"{run.name}.json")
+    if not os.path.isfile(path):
+        return None
+    theirs = read_json(path, "run record").get("settings") or []
+    base = _settings(run, args, sources)
+    pairs = [tuple(pair) for pair in zip(base[0::2], base[1::2])]
+    chosen = [word for pair in zip(theirs[0::2], theirs[1::2]) if pair[0] == "--config" and pair not in pairs
+              for word in pair]
+    tuned = dataclasses.replace(run, flags=run.flags + tuple(chosen))
+    return chosen if _settings(tuned, args, sources) == theirs else None
 
 
 def study_summary(run, args: argparse.Namespace) -> dict:
@@ -280,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         deadline = parse_deadline(args.deadline, time.time()) if args.deadline else None
         groups: list[list[int] | None] = core_groups(args.jobs, usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
-        reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args)[0]
+        reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args,
+                              lambda run: recorded_choice(run, args, sources))[0]
         # Every run the report reads: a plan whose settings cannot be resolved fails here.
         reported_settings = {run.name: _settings(run, args, sources) for run in reported}
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
@@ -352,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
             tune_studies(untuned, args, sources)
             order = [run.name for run in plan(args.experiment, datasets)]
             runs = sorted(runs + tuned_plan(untuned, args)[0], key=lambda run: order.index(run.name))
-            reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args)[0]
+            reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args,
+                                  lambda run: recorded_choice(run, args, sources))[0]
             reported_settings = {run.name: _settings(run, args, sources) for run in reported}
             for run in runs:
                 resolved_settings(_settings(run, args, sources), strict=True)
@@ -410,7 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         return train_command(run, args, sources)
 
     def report() -> None:
-        write_reports(args, reported, reported_settings, command)
+        write_reports(args, reported, reported_settings, command,
+                      lambda run: study_summary(run, args) if run.tuned and os.path.isfile(
+                          os.path.join(study_dir(run, args), "summary.json")) else None)
 
     def trained(run) -> float:
         return trained_seconds(os.path.join(args.out, "runs", run.name))

@@ -101,12 +101,15 @@ def _recorded_from(record: dict, model_dir: str) -> bool:
     return results.get("test") == record.get("test") and results.get("steps", 0) == record.get("steps")
 
 
-def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str) -> list[dict]:
+def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str,
+                    tuning=None) -> list[dict]:
     """The records of the finished runs: from their run folders (stored in --results_dir when given),
     else the --results_dir record made with the same settings, else that run's own record (or another
     experiment's, `shared_record`) of the same settings made under a configuration they no longer give
     (a recipe changed since), with `earlier_configuration` naming the fields that differ: kept in the
-    report, marked, until the run trains again and its new record replaces it."""
+    report, marked, until the run trains again and its new record replaces it. `tuning(run)`: the
+    summary of a tuned run's study, for a tuned run whose record is another run's (its study chose
+    that run's settings), or None."""
     records = []
     for run in runs:
         model_dir = os.path.join(args.out, "runs", run.name)
@@ -133,16 +136,20 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
             earlier = own_record(args.results_dir, args.experiment, run, wanted)
             record = ({**earlier, "earlier_configuration": stale_fields(earlier, wanted)} if earlier is not None
                       else shared_record(args.results_dir, args.experiment, run, wanted, earlier=True))
+        if record is not None and record.get("same_as") and "tuning" not in record and tuning is not None:
+            summary = tuning(run)
+            record = {**record, "tuning": summary} if summary else record
         if record is not None:
             records.append(record)
     return records
 
 
-def write_reports(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str) -> None:
+def write_reports(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str,
+                  tuning=None) -> None:
     """Writes `<out>/report.md` (with its figures) and, with --results_dir, `<results_dir>/<experiment>.md`
     (the same figures copied beside the records, and the hand-written `notes.md` quoted) from the
     records of the finished `runs`."""
-    records = collect_records(args, runs, settings, command)
+    records = collect_records(args, runs, settings, command, tuning)
     rows = report_rows(records)
     figures = [] if args.no_figures or not rows else figures_of(args, args.out, records, rows)
     write_report(args.out, "report", args.experiment, runs, records, figures)

@@ -35,6 +35,13 @@ def test_a_run_with_the_settings_of_another_experiments_record_is_that_record(tm
         json.dumps({**record, "settings": ["--seed", "2"]}), encoding="utf-8")
     assert read_record(str(tmp_path), "ablation", default, settings)["same_as"] == "table2/ml-1m-bert4rec"
     assert not os.path.exists(record_path(str(tmp_path), "ablation", plan("ablation", ["ml-1m"])[1]))
+    # A record of the same settings under another name in an experiment that sorts first (features)
+    # does not take the place of the run's own name in Table 2 (the tuned table's untuned row).
+    os.makedirs(tmp_path / "features")
+    (tmp_path / "features" / "ml-1m-bert4rec-ids.json").write_text(
+        json.dumps({**record, "experiment": "features", "run": "ml-1m-bert4rec-ids"}), encoding="utf-8")
+    untuned = next(run for run in plan("table2_tuned", ["ml-1m"]) if run.setting == "bert4rec")
+    assert read_record(str(tmp_path), "table2_tuned", untuned, settings)["same_as"] == "table2/ml-1m-bert4rec"
     write_report(str(tmp_path), "ablation", "ablation", plan("ablation", ["ml-1m"]), [shared], [])
     report = (tmp_path / "ablation.md").read_text(encoding="utf-8")
     assert "| ml-1m-ablation-default (the record of table2/ml-1m-bert4rec) | abc1234 |" in report

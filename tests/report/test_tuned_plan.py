@@ -12,6 +12,7 @@ from bert4rec_tf.experiments.plans import plan
 from bert4rec_tf.experiments.published import PUBLISHED
 from bert4rec_tf.experiments.report import _tuning_table
 from bert4rec_tf.experiments.verdicts import table2_orderings
+from tests.report.fake_records import fake_record
 
 CHOSEN = """# bert4rec-tune beauty-sasrec-bce: trial 3 of 9, best validation pop/NDCG@10 0.2000 at a 10 minutes budget
 --dataset=beauty
@@ -133,3 +134,60 @@ def test_the_report_lists_each_studys_budget_trials_and_choice_and_orders_the_tu
     # Among the tuned rows: tuned SASRec against tuned BPR-MF (POP is its own row; GRU4Rec has no tuned row).
     assert (tuned["ours"]["above"], tuned["ours"]["below"], tuned["ours"]["values"]) == ("SASRec", "BPR-MF", (0.15, 0.20))
     assert tuned["ours"]["verdict"] == "reversed" and "GRU4Rec" in tuned["missing"]
+
+
+def test_a_tuned_runs_record_is_reported_without_its_study(tmp_path, monkeypatch, capsys):
+    """A tuned row recorded on another machine (its study folder not here) stays in the report, from
+    its record's settings and study summary, when another row of the table is trained."""
+    import dataclasses
+
+    from bert4rec_tf.experiments import reproduce as script
+    from bert4rec_tf.experiments.records import RECORD_VERSION
+
+    results = tmp_path / "results"
+    flags = ["--results_dir", str(results)]
+    args = script.parse_args(["table2_tuned", "--datasets", "beauty", "--recipe", "cpu-1h", "--budget", "1m",
+                              "--out", str(tmp_path / "out"), *flags])
+    tuned = next(run for run in plan("table2_tuned", ["beauty"]) if run.setting == "sasrec-bce-tuned")
+    settings = script._settings(dataclasses.replace(tuned, flags=tuned.flags + ("--config", "hidden_size=32")), args, {})
+    record = {**fake_record("beauty", "sasrec-bce-tuned", {"pop": {"HR@10": 0.4, "NDCG@10": 0.3}}),
+              "version": RECORD_VERSION, "experiment": "table2_tuned", "model": "sasrec", "settings": settings,
+              "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}, "commit": "abc1234", "date": "2026-12-04",
+              "machine": "elsewhere", "command": "bert4rec-reproduce table2_tuned"}
+    (results / "table2_tuned").mkdir(parents=True)
+    (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").write_text(json.dumps(record), encoding="utf-8")
+    assert script.recorded_choice(tuned, args, {}) == ["--config", "hidden_size=32"]
+    assert _main(tmp_path, monkeypatch, *flags, only="bpr-mf") == 0
+    report = (results / "table2_tuned.md").read_text(encoding="utf-8")
+    assert "| beauty-sasrec-bce-tuned | 60 min | 10 min |" in report  # its study's row
+    assert "| sasrec-bce-tuned |" in report
+    # A record whose settings the run's flags and a choice cannot make is not taken for the run's.
+    record["settings"] = settings + ["--eval_every", "7"]
+    (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").write_text(json.dumps(record), encoding="utf-8")
+    assert script.recorded_choice(tuned, args, {}) is None
+
+
+def test_a_tuned_run_whose_study_chose_the_untuned_settings_is_that_record_with_its_study(tmp_path):
+    """SASRec's study on ML-1m chose the recipe: the tuned row is Table 2's record (one training), and
+    the report still lists its study."""
+    import dataclasses
+
+    from bert4rec_tf.experiments import reproduce as script
+    from bert4rec_tf.experiments.records import RECORD_VERSION
+    from bert4rec_tf.experiments.results import collect_records
+
+    results = tmp_path / "results"
+    args = script.parse_args(["table2_tuned", "--datasets", "beauty", "--recipe", "cpu-1h", "--budget", "1m",
+                              "--out", str(tmp_path / "out"), "--results_dir", str(results)])
+    untuned, tuned = [run for run in plan("table2_tuned", ["beauty"]) if run.setting.startswith("sasrec-bce")]
+    record = {**fake_record("beauty", "sasrec-bce", {"pop": {"HR@10": 0.4}}), "version": RECORD_VERSION,
+              "experiment": "table2", "model": "sasrec", "settings": script._settings(untuned, args, {})}
+    (results / "table2").mkdir(parents=True)
+    (results / "table2" / "beauty-sasrec-bce.json").write_text(json.dumps(record), encoding="utf-8")
+    chosen = dataclasses.replace(tuned, flags=tuned.flags + ("--config", "hidden_size=50"))  # the recipe's d
+    settings = {chosen.name: script._settings(chosen, args, {})}
+    study = {"study": "beauty-sasrec-bce", **SUMMARY}
+    [found] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: study)
+    assert found["same_as"] == "table2/beauty-sasrec-bce" and found["tuning"] == study
+    [alone] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
+    assert "tuning" not in alone
