@@ -236,8 +236,39 @@ def open_study(study_dir: str, settings: StudySettings, storage: str | None, wor
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True)
     min_resource = settings.min_resource or max(1.0, settings.trial_budget / 9)
     pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=int(min_resource), reduction_factor=3)
-    return optuna.create_study(study_name=settings.name, storage=study_storage(study_dir, storage), sampler=sampler,
-                               pruner=pruner, direction="maximize", load_if_exists=True)
+    study = optuna.create_study(study_name=settings.name, storage=study_storage(study_dir, storage), sampler=sampler,
+                                pruner=pruner, direction="maximize", load_if_exists=True)
+    return _serialised_pops(study, study_dir)
+
+
+def _serialised_pops(study, study_dir: str):
+    """`study`, whose taking of a queued trial (the recipe's, a dead trial's retry) is serialised across
+    this machine's processes by a lock file in `study_dir`.
+
+    Optuna takes a queued (WAITING) trial by reading its state, then writing RUNNING; SQLite does not
+    lock the row it read, so two workers starting at once both took the recipe's trial and one failed
+    it under the other (seen in the two-process test). Under the lock the second reads RUNNING and
+    takes a new trial. This wraps `Study._pop_waiting_trial_id`, an Optuna internal that `Study.ask`
+    calls; without it (another Optuna) the study refuses to start rather than race.
+    """
+    import fcntl
+
+    pop = getattr(study, "_pop_waiting_trial_id", None)
+    if pop is None:
+        raise ValueError("this Optuna has no Study._pop_waiting_trial_id: bert4rec-tune cannot serialise its "
+                         "workers' taking of queued trials; install the Optuna this package was tested with (5.1)")
+    lock = os.path.join(study_dir, ".queue.lock")
+
+    def locked():
+        with open(lock, "a", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                return pop()
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    study._pop_waiting_trial_id = locked
+    return study
 
 
 def run_worker(study_dir: str, settings: StudySettings, storage: str | None, data_dir: str | None,

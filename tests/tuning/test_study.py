@@ -157,3 +157,38 @@ def test_two_processes_share_one_study(planted, tmp_path):
     folders = [trial.user_attrs["folder"] for trial in trials]
     assert len(folders) == len(set(folders))  # none ran twice
     assert "best: trial" in result.stdout and os.path.isfile(os.path.join(study_dir, "best.flags"))
+
+
+_ASKING_WORKER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from bert4rec_tf.tuning import study as tuning
+    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 18.0, 6.0, {fixed!r}, eval_every=100)
+    study = tuning.open_study({study_dir!r}, settings, None)
+    print("asked", study.ask().number, flush=True)
+""")
+
+
+def test_taking_a_queued_trial_waits_for_the_other_processes(tmp_path):
+    """Two workers once both took the recipe's queued trial (SQLite does not lock the row read): the
+    taking is serialised by the study's lock file, so a worker waits while another holds it, then
+    finds the queued trial taken."""
+    import fcntl
+    import time
+
+    study_dir = str(tmp_path)
+    settings = _settings()
+    tuning.bind(study_dir, settings)
+    study = tuning.open_study(study_dir, settings, None)
+    study.enqueue_trial({"hidden_size": 64})
+    script = _ASKING_WORKER.format(root=ROOT, fixed=FIXED, study_dir=study_dir)
+    with open(os.path.join(study_dir, ".queue.lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        worker = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        time.sleep(20)  # time to import and reach the lock
+        assert worker.poll() is None  # waiting for the lock
+        plain = optuna.load_study(study_name=settings.name, storage=f"sqlite:///{study_dir}/study.db")
+        assert plain.ask().number == 0  # another taker (not through the lock) gets the queued trial meanwhile
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    out, _ = worker.communicate(timeout=120)
+    assert out.strip().endswith("asked 1")  # a new trial: the queued one was taken
