@@ -165,12 +165,11 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
     from bert4rec_tf.training.run_folder import RunFolder
     from bert4rec_tf.training.trainer import train_and_evaluate
 
-    space = study_space(settings, encoding)
+    before = start_config(settings, encoding)
+    space = around(task_of_preset(settings.model).search_space(settings.model), before)
+    fixed = base_overrides(settings)
 
     def objective(trial) -> float:
-        fixed = base_overrides(settings)
-        before = cli.experiment_config(settings.dataset, fixed, settings.seed, settings.model, settings.recipe,
-                                       encoding)
         sampled = suggest(space, trial, before)
         config = cli.experiment_config(settings.dataset, fixed + [f"{key}={value}" for key, value in sampled.items()],
                                        settings.seed, settings.model, settings.recipe, encoding)
@@ -381,8 +380,9 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
                          f"--trial_budget ({cli.format_duration(trial_budget)})")
     settings = StudySettings(dataset, model, loss, recipe, float(budget), float(trial_budget), list(overrides),
                              seed, eval_every, min_resource, {}, schedule_budget)
-    check_space(task.search_space(model), start_config(settings, encoding))
-    settings.space = {key: param.describe() for key, param in study_space(settings, encoding).items()}
+    config = start_config(settings, encoding)
+    check_space(task.search_space(model), config)
+    settings.space = {key: param.describe() for key, param in around(task.search_space(model), config).items()}
     return settings
 
 
@@ -392,15 +392,12 @@ def start_config(settings: StudySettings, encoding: str | None = None):
                                  settings.recipe, encoding)
 
 
-def study_space(settings: StudySettings, encoding: str | None = None):
-    """The family's search space, each grid holding the recipe's own value too (`space.around`)."""
-    return around(task_of_preset(settings.model).search_space(settings.model), start_config(settings, encoding))
-
-
 def starting_point_of(settings: StudySettings, encoding: str | None = None):
-    """The recipe's settings as the study's first trial takes them, and where that trial trains
-    otherwise (`space.starting_point`)."""
-    return starting_point(study_space(settings, encoding), start_config(settings, encoding))
+    """The recipe's settings as the study's first trial takes them (in the family's space, each grid
+    holding the recipe's own value too: `space.around`), and where that trial trains otherwise
+    (`space.starting_point`)."""
+    config = start_config(settings, encoding)
+    return starting_point(around(task_of_preset(settings.model).search_space(settings.model), config), config)
 
 
 def enqueue_start(study, settings: StudySettings, encoding: str | None = None) -> str | None:
@@ -408,10 +405,8 @@ def enqueue_start(study, settings: StudySettings, encoding: str | None = None) -
     budget is spent: the chosen configuration is then never one that validates below the recipe at
     the trial budget. Returns a line saying so (and what the trial trains unlike the recipe), or None."""
     params, differs = starting_point_of(settings, encoding)
-    if not params or spent_seconds(study.get_trials(deepcopy=False)) >= settings.budget:
-        return None
-    known = [trial.params for trial in study.get_trials(deepcopy=False)]
-    if params in known:
+    trials = study.get_trials(deepcopy=False)
+    if not params or spent_seconds(trials) >= settings.budget or params in [trial.params for trial in trials]:
         return None
     study.enqueue_trial(params, user_attrs={"start": "recipe"})
     unlike = "; ".join(f"{key} {ours if ours is not None else 'sampled'} (the recipe's {theirs})"
@@ -454,9 +449,7 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
 
     bind(study_dir, settings)
     # The data is prepared once, before any trial: a bad file is one error here, not a failed trial each.
-    config = cli.experiment_config(settings.dataset, base_overrides(settings), settings.seed, settings.model,
-                                   settings.recipe, encoding)
-    prepare(config.data, data_dir, source_file)
+    prepare(start_config(settings, encoding).data, data_dir, source_file)
     study = open_study(study_dir, settings, storage)
     queued = enqueue_start(study, settings, encoding)
     if queued:
