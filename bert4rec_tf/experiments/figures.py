@@ -29,6 +29,26 @@ def line_styles(count: int) -> list[dict]:
             for i in range(count) for line, marker in [patterns[(i // 10) % len(patterns)]]]
 
 
+# tab10, then eight more colours far from it and from each other: one colour per line of a figure of
+# up to 18 families before the line styles take over.
+_COLOURS = [f"C{i}" for i in range(10)] + ["black", "gold", "navy", "lime", "maroon", "teal", "magenta", "tan"]
+
+
+def paired_styles(names: list[str], partner: dict[str, str]) -> dict[str, dict]:
+    """Line styles for runs of which some are drawn beside another (`partner`: run -> the run it departs
+    from, e.g. a tuned row -> its untuned row): each other run takes its own colour as a solid line, and
+    a partnered run takes its partner's colour as a dashed line, so a family's two lines read as a pair."""
+    bases = [name for name in names if partner.get(name) not in names]
+    styles = {name: {"color": _COLOURS[i % len(_COLOURS)], "linestyle": "-", "marker": "o"}
+              for i, name in enumerate(bases)}
+    if len(bases) > len(_COLOURS):  # past the palette: the line styles' patterns for the bases
+        styles = dict(zip(bases, line_styles(len(bases))))
+    for name in names:
+        if name not in styles:
+            styles[name] = {"color": styles[partner[name]]["color"], "linestyle": "--", "marker": "s"}
+    return styles
+
+
 def _legend(axis, lines: int) -> None:
     if lines > 6:
         axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -37,7 +57,8 @@ def _legend(axis, lines: int) -> None:
 
 
 def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("pop/NDCG@10", "full/NDCG@10"),
-                  order: list[str] | None = None, x: str = "minutes") -> str | None:
+                  order: list[str] | None = None, x: str = "minutes",
+                  partner: dict[str, str] | None = None) -> str | None:
     """Validation quality against training time (minutes; `x="step"`: against training steps, the
     view that does not depend on the machine's pace): one row per data set, one panel per
     metric (the sampled and the full-ranking view, which can order the runs differently), one line per
@@ -46,10 +67,12 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
 
     `order` names the experiment's settings (runs) in its plan's order: a setting keeps its line style
     and its place in the legend in every panel and in every figure drawn with the same `order`, whichever
-    runs have finished. Settings not in it follow, in the records' order."""
+    runs have finished. Settings not in it follow, in the records' order. `partner` (setting -> the
+    setting it departs from, e.g. a tuned row -> its untuned row) draws the pair in one colour, the
+    partnered setting dashed (`paired_styles`)."""
     plt = pyplot()
     names = list(dict.fromkeys([*(order or []), *(record["setting"] for record in records)]))
-    styles = dict(zip(names, line_styles(len(names))))
+    styles = paired_styles(names, partner) if partner else dict(zip(names, line_styles(len(names))))
     records = sorted(records, key=lambda record: names.index(record["setting"]))
     datasets = list(dict.fromkeys(record["dataset"] for record in records))
     key, position = ("seconds", lambda p: p["seconds"] / 60) if x == "minutes" else ("step", lambda p: p["step"])

@@ -293,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.tune_budget:
             cli.parse_duration(args.tune_budget, "--tune_budget")
         cli.parse_duration(args.trial_budget, "--trial_budget")
-        runs, untuned = tuned_plan(runs, args)
+        # A tuned run whose study ran on another machine and whose record is here is not tuned again.
+        runs, untuned = tuned_plan(runs, args, lambda run: recorded_choice(run, args, sources))
         if untuned and not args.tune_budget and not args.dry_run:
             raise ValueError(f"run {untuned[0].name}: its study {study_dir(untuned[0], args)} has no {BEST_FLAGS}: "
                              "give --tune_budget (e.g. 1h) to tune it first, or --studies with the folder of its study")

@@ -33,10 +33,15 @@ def figures_of(args: argparse.Namespace, folder: str, records: list[dict], rows:
     # One figure of validation quality against minutes per data set: the equal-compute view. A run
     # has the same line style in every data set's figure (the plan's order).
     datasets = list(dict.fromkeys(record["dataset"] for record in records))
-    order = list(dict.fromkeys(run.setting for run in plan(args.experiment, datasets)))
+    runs = plan(args.experiment, datasets)
+    order = list(dict.fromkeys(run.setting for run in runs))
+    # A tuned row is drawn in its untuned row's colour, dashed: 11 families and their tuned rows are
+    # too many lines for one colour each.
+    partner = {run.setting: run.against for run in runs if run.tuned}
     # Beside it, quality against steps: the view that holds when the runs' machines differ in pace.
     made = [figures.curves_figure([record for record in records if record["dataset"] == dataset],
-                                  os.path.join(folder, f"validation_{name}_{dataset}.png"), order=order, x=x)
+                                  os.path.join(folder, f"validation_{name}_{dataset}.png"), order=order, x=x,
+                                  partner=partner)
             for dataset in datasets for name, x in (("curves", "minutes"), ("steps", "step"))]
     if args.experiment in SWEEPS:
         made.append(figures.sweep_figure(rows, args.experiment, os.path.join(folder, f"{args.experiment}.png")))

@@ -154,3 +154,20 @@ def test_steps_of_runs_of_very_different_lengths_are_drawn_on_a_log_axis(monkeyp
                           str(tmp_path / "near.png"), x="step")
     figures.curves_figure(long, str(tmp_path / "minutes.png"))  # time: always linear
     assert scales == []
+
+
+def test_a_tuned_row_is_drawn_in_its_untuned_rows_colour_dashed():
+    """Eleven families and their tuned rows: each family its own colour (tab10 repeated the eleventh),
+    its tuned row the same colour dashed."""
+    bases = ["bpr-mf", "ncf", "fpmc", "gru4rec", "gru4rec-plus", "caser", "sasrec-bce", "sasrec-ce",
+             "bert4rec-1mask", "bert4rec", "bert4rec-match"]
+    names = [name for base in bases for name in (base, f"{base}-tuned")]
+    styles = figures.paired_styles(names, {f"{base}-tuned": base for base in bases})
+    assert len({styles[base]["color"] for base in bases}) == 11
+    assert all(styles[base]["linestyle"] == "-" for base in bases)
+    for base in bases:
+        assert styles[f"{base}-tuned"]["color"] == styles[base]["color"]
+        assert styles[f"{base}-tuned"]["linestyle"] == "--"
+    # A partnered run whose partner is not drawn is a line of its own.
+    alone = figures.paired_styles(["ncf-tuned", "fpmc"], {"ncf-tuned": "ncf"})
+    assert alone["ncf-tuned"]["linestyle"] == "-" and alone["ncf-tuned"]["color"] != alone["fpmc"]["color"]
