@@ -1,6 +1,6 @@
 """The study's figures: the best validation score against the trials' time, each trial's curve (the
 pruned ones stopping early; marked, the points the pruner was given), and each setting's importance
-(Optuna's fANOVA)."""
+(Optuna's PED-ANOVA)."""
 
 from __future__ import annotations
 
@@ -62,11 +62,13 @@ def write_report(study_dir: str, study) -> list[str]:
     plt.close(figure)
     completed = [trial for trial in trials if trial.state == optuna.trial.TrialState.COMPLETE]
     if len(completed) >= 2:
-        importance = optuna.importance.get_param_importances(study)
+        # Named, not Optuna's default: that is fANOVA (which needs scikit-learn) before Optuna 5.
+        importance = optuna.importance.get_param_importances(
+            study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
         figure, axis = plt.subplots(figsize=(6, 0.4 * len(importance) + 1.2))
         names = list(importance)[::-1]
         axis.barh(names, [importance[name] for name in names])
-        axis.set(xlabel="importance (fANOVA over the completed trials)",
+        axis.set(xlabel="importance (PED-ANOVA over the completed trials)",
                  title=f"Which setting moved validation {metric}")
         figure.tight_layout()
         paths.append(os.path.join(study_dir, "importance.png"))

@@ -88,12 +88,33 @@ SearchSpace = dict[str, Param]
 LEARNING_RATE = Float(3e-4, 1e-2, log=True)
 
 
+class _Settings(dict):
+    """The sampled settings, falling back to `config`'s value for a key not sampled (one the user
+    fixed): what a `Derived` rule reads."""
+
+    def __init__(self, sampled: Mapping[str, Any], config):
+        super().__init__(sampled)
+        self.config = config
+
+    def __missing__(self, key: str):
+        return setting(self.config, key)
+
+
 def suggest(space: SearchSpace, trial, config) -> dict[str, Any]:
     """The settings `trial` (an Optuna trial) samples from `space`, then the derived ones (from the
-    sampled ones and `config`, the trial's configuration before them)."""
+    sampled ones and `config`, the trial's configuration before them, whose value a derived rule reads
+    for a key the space does not sample)."""
     sampled = {key: param.suggest(trial, key) for key, param in space.items() if not isinstance(param, Derived)}
-    derived = {key: param.rule(sampled, config) for key, param in space.items() if isinstance(param, Derived)}
+    derived = {key: param.rule(_Settings(sampled, config), config) for key, param in space.items()
+               if isinstance(param, Derived)}
     return {**sampled, **derived}
+
+
+def without_fixed(space: SearchSpace, config, overrides: Sequence[str]) -> SearchSpace:
+    """`space` without the keys that `overrides` (the study's own `--config key=value` items) set: a
+    setting the user fixes trains as given in every trial (a derived key follows it)."""
+    fixed = {config.resolve(item.split("=", 1)[0].strip()) for item in overrides}
+    return {key: param for key, param in space.items() if config.resolve(key) not in fixed}
 
 
 def setting(config, key: str):
@@ -126,8 +147,8 @@ def starting_point(space: SearchSpace, config) -> tuple[dict[str, Any], dict[str
                if not isinstance(param, Derived) and key not in params}
     if not differs:
         for key, param in space.items():
-            if isinstance(param, Derived) and param.rule(params, config) != setting(config, key):
-                differs[key] = (setting(config, key), param.rule(params, config))
+            if isinstance(param, Derived) and param.rule(_Settings(params, config), config) != setting(config, key):
+                differs[key] = (setting(config, key), param.rule(_Settings(params, config), config))
     return params, differs
 
 

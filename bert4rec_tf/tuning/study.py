@@ -39,7 +39,8 @@ from bert4rec_tf import cli
 from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.tasks import task_of_preset
-from bert4rec_tf.tuning.space import around, check_space, starting_point, suggest
+from bert4rec_tf.tuning.space import (Derived, SearchSpace, around, check_space, starting_point, suggest,
+                                      without_fixed)
 from bert4rec_tf.tuning.trials import original_number, spent_seconds
 
 # Heartbeats of running trials, and how old one may be before its trial counts as dead.
@@ -166,7 +167,7 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
     from bert4rec_tf.training.trainer import train_and_evaluate
 
     before = start_config(settings, encoding)
-    space = around(task_of_preset(settings.model).search_space(settings.model), before)
+    space = searched(settings, before)
     fixed = base_overrides(settings)
 
     def objective(trial) -> float:
@@ -382,7 +383,11 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
                              seed, eval_every, min_resource, {}, schedule_budget)
     config = start_config(settings, encoding)
     check_space(task.search_space(model), config)
-    settings.space = {key: param.describe() for key, param in around(task.search_space(model), config).items()}
+    space = searched(settings, config)
+    if not any(not isinstance(param, Derived) for param in space.values()):
+        raise ValueError(f"--config fixes every setting {model} searches ({', '.join(task.search_space(model))}): "
+                         "nothing is left to tune")
+    settings.space = {key: param.describe() for key, param in space.items()}
     return settings
 
 
@@ -392,12 +397,19 @@ def start_config(settings: StudySettings, encoding: str | None = None):
                                  settings.recipe, encoding)
 
 
+def searched(settings: StudySettings, config) -> SearchSpace:
+    """What the study searches: its family's space without the keys the study's --config fixes, each
+    grid also holding `config`'s (the recipe's) value (`space.around`)."""
+    space = task_of_preset(settings.model).search_space(settings.model)
+    return around(without_fixed(space, config, settings.overrides), config)
+
+
 def starting_point_of(settings: StudySettings, encoding: str | None = None):
     """The recipe's settings as the study's first trial takes them (in the family's space, each grid
     holding the recipe's own value too: `space.around`), and where that trial trains otherwise
     (`space.starting_point`)."""
     config = start_config(settings, encoding)
-    return starting_point(around(task_of_preset(settings.model).search_space(settings.model), config), config)
+    return starting_point(searched(settings, config), config)
 
 
 def enqueue_start(study, settings: StudySettings, encoding: str | None = None) -> str | None:

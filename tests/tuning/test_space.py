@@ -143,3 +143,25 @@ def test_every_grid_holds_the_recipes_own_value_and_the_start_is_the_recipe():
     narrow = {"learning_rate": Float(1e-4, 1e-3), "hidden_size": Choice((16, 64))}
     params, differs = starting_point(around(narrow, wide), wide)  # the recipe's 3e-3 is outside the range
     assert params == {"hidden_size": 64} and differs == {"learning_rate": (3e-3, None)}
+
+
+def test_a_setting_fixed_by_config_is_not_searched():
+    """`--config learning_rate=1e-3` trains every trial at 1e-3 (the sampled rate came after it and won);
+    a derived key follows a fixed one, and a derived key fixed itself stays as given."""
+    settings = tuning.new_settings("ml-1m", "bert4rec", None, "cpu-1h", 600, 60,
+                                   overrides=["learning_rate=1e-3", "model.hidden_size=32"])
+    assert "learning_rate" not in settings.space and "hidden_size" not in settings.space
+    assert settings.space["intermediate_size"] == "4d" and "masked_lm_prob" in settings.space
+    config = tuning.start_config(settings)
+    space = tuning.searched(settings, config)
+    trial = optuna.trial.FixedTrial({"masked_lm_prob": 0.4, "hidden_dropout": 0.1})
+    assert suggest(space, trial, config) == {"masked_lm_prob": 0.4, "max_predictions_per_seq": 40,
+                                             "hidden_dropout": 0.1, "intermediate_size": 128}
+    params, differs = tuning.starting_point_of(settings)
+    assert params == {"masked_lm_prob": 0.2, "hidden_dropout": 0.1} and differs == {"intermediate_size": (256, 128)}
+    wide = tuning.new_settings("ml-1m", "bert4rec", None, "cpu-1h", 600, 60, overrides=["intermediate_size=100"])
+    assert "intermediate_size" not in wide.space and "hidden_size" in wide.space
+    with pytest.raises(ValueError, match="--config fixes every setting bpr_mf searches"):
+        tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 600, 60,
+                            overrides=["hidden_size=32", "l2=0.01", "train_negatives=1", "learning_rate=1e-3",
+                                       "batch_size=256"])
