@@ -149,9 +149,11 @@ def shared_record(results_dir: str, experiment: str, run: Run, settings: list[st
                   and os.path.isdir(os.path.join(results_dir, other))
                   for name in sorted(os.listdir(os.path.join(results_dir, other)))
                   if name.startswith(f"{run.dataset}-") and name.endswith(".json")]
-    # Records of the run's own name first (Table 2's ml-1m-bert4rec for the tuned table's), so that a
-    # later experiment's record of the same settings does not take their place.
-    candidates.sort(key=lambda candidate: candidate[1] != f"{run.name}.json")
+    # Records of the run's own name first (Table 2's ml-1m-bert4rec for the tuned table's), then of the
+    # run it departs from (Table 2's ml-1m-sasrec-ce for a tuned row whose study chose its settings), so
+    # that a later experiment's record of the same settings does not take their place.
+    against = f"{run.dataset}-{run.against}.json" if getattr(run, "against", None) else None
+    candidates.sort(key=lambda candidate: (candidate[1] != f"{run.name}.json", candidate[1] != against))
     for other, name in candidates:
         record = read_json(os.path.join(results_dir, other, name), "run record")
         if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):

@@ -143,7 +143,15 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
                       else shared_record(args.results_dir, args.experiment, run, wanted, earlier=True))
         if record is not None and record.get("same_as") and "tuning" not in record and tuning is not None:
             summary = tuning(run)
-            record = {**record, "tuning": summary} if summary else record
+            if summary:
+                record = {**record, "tuning": summary, "settings": wanted}
+                if args.results_dir and not record.get("earlier_configuration"):
+                    # The study's choice is kept as the run's own record, beside the record it shares:
+                    # where the study's folder is not (another machine), the row is reported from it
+                    # and not tuned again.
+                    path = record_path(args.results_dir, args.experiment, run)
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    write_json_atomic(path, record)
         if record is not None:
             records.append(record)
     return records

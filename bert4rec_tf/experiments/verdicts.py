@@ -13,7 +13,7 @@ import math
 from bert4rec_tf.constants import SELECTION_METRIC, metric_label
 from bert4rec_tf.experiments.plans import SWEEPS, Run
 from bert4rec_tf.experiments.published import (PAPER_SWEEP_SHAPES, TABLE2, TABLE2_METRICS, TABLE2_ORDERINGS,
-                                                TABLE2_SETTINGS, TABLE2_SOURCE, paper_best_value)
+                                                TABLE2_SETTINGS, TABLE2_SOURCE, TUNED_SUFFIX, paper_best_value)
 
 _ORDER_METRICS = ("HR@10", "Recall@10", "NDCG@10")
 
@@ -49,7 +49,7 @@ def orderings(rows: list[dict]) -> list[dict]:
     same protocol, metric and source), with whether our runs keep the published order.
 
     Ablation runs pair with the default only (the paper's question is each change against it); other
-    runs pair with every other. Only HR@10, Recall@10 and NDCG@10 are compared. `holds` is None when
+    runs pair with every other, a tuned row (`TUNED_SUFFIX`) with the tuned rows only. Only HR@10, Recall@10 and NDCG@10 are compared. `holds` is None when
     either side ties: the published numbers are equal, or ours differ by less than `noise_margin` (two
     standard errors over the users both runs were tested on, `fewest_tested`), e.g. 0.6856 against
     0.6866 on ML-1m's 6,040 users. Table 2's numbers pair through `table2_orderings` instead.
@@ -68,7 +68,10 @@ def orderings(rows: list[dict]) -> list[dict]:
         if "ablation-default" in by_setting:
             candidates = [("ablation-default", other) for other in settings if other != "ablation-default"]
         else:
-            candidates = [(a, b) for i, a in enumerate(settings) for b in settings[i + 1:]]
+            # A tuned row pairs with tuned rows only: it carries its untuned row's published number, so the
+            # paper orders neither it against that row nor it against the other untuned rows.
+            candidates = [(a, b) for i, a in enumerate(settings) for b in settings[i + 1:]
+                          if a.endswith(TUNED_SUFFIX) == b.endswith(TUNED_SUFFIX)]
         for a, b in candidates:
             first, second = by_setting[a], by_setting[b]
             published = first["published"] - second["published"]

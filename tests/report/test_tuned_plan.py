@@ -192,8 +192,35 @@ def test_a_tuned_run_whose_study_chose_the_untuned_settings_is_that_record_with_
     (results / "table2" / "beauty-sasrec-bce.json").write_text(json.dumps(record), encoding="utf-8")
     chosen = dataclasses.replace(tuned, flags=tuned.flags + ("--config", "hidden_size=50"))  # the recipe's d
     settings = {chosen.name: script._settings(chosen, args, {})}
+    # A later experiment's record of the same settings ("features" sorts before "table2") does not
+    # take the place of the untuned row's (on 2026-12-06 SASRec (ce)'s tuned row was the features run's).
+    (results / "features").mkdir()
+    (results / "features" / "beauty-sasrec-bce-ids.json").write_text(
+        json.dumps({**record, "experiment": "features", "run": "beauty-sasrec-bce-ids"}), encoding="utf-8")
+    [alone] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
+    assert "tuning" not in alone and alone["same_as"] == "table2/beauty-sasrec-bce"
+    assert not (results / "table2_tuned").exists()
     study = {"study": "beauty-sasrec-bce", **SUMMARY}
     [found] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: study)
     assert found["same_as"] == "table2/beauty-sasrec-bce" and found["tuning"] == study
-    [alone] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
-    assert "tuning" not in alone
+    # Kept as the tuned row's own record: without the study's folder (another machine) the row is
+    # still reported with its study, and its choice is known (not tuned again).
+    assert (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").is_file()
+    [again] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
+    assert again["tuning"] == study and again["same_as"] == "table2/beauty-sasrec-bce"
+    assert script.recorded_choice(tuned, args, {}) == ["--config", "hidden_size=50"]
+
+
+def test_a_tuned_row_is_ordered_against_tuned_rows_only():
+    """Later work's full-ranking order of SASRec above BERT4Rec: the untuned pair and the tuned pair, not
+    a row against its own tuned row (the same published number: "0.3152 vs 0.3152, tie") nor mixed pairs."""
+    from bert4rec_tf.experiments.verdicts import orderings
+
+    def row(setting, published, ours):
+        return {"source": "later work", "dataset": "ml-1m", "setting": setting, "published_protocol": "full",
+                "published_metric": "Recall@10", "published": published, "ours": ours, "tested_users": 6040}
+
+    rows = [row("sasrec-ce", 0.3152, 0.30), row("sasrec-ce-tuned", 0.3152, 0.31), row("bert4rec", 0.1518, 0.27),
+            row("bert4rec-tuned", 0.1518, 0.26)]
+    pairs = {(pair["first"], pair["second"]) for pair in orderings(rows)}
+    assert pairs == {("sasrec-ce", "bert4rec"), ("sasrec-ce-tuned", "bert4rec-tuned")}
