@@ -34,6 +34,7 @@ continued from where it stopped when the command is given again:
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import functools
 import os
@@ -186,9 +187,15 @@ def recorded_choice(run, args: argparse.Namespace, sources: dict[str, str]) -> l
         return None
     theirs = read_json(path, "run record").get("settings") or []
     base = _settings(run, args, sources)
-    pairs = [tuple(pair) for pair in zip(base[0::2], base[1::2])]
-    chosen = [word for pair in zip(theirs[0::2], theirs[1::2]) if pair[0] == "--config" and pair not in pairs
-              for word in pair]
+    # Each of the run's own pairs is taken away once: the study's best.flags repeats the run's --config
+    # (SASRec (bce)'s code_network=true is in its settings twice).
+    left = collections.Counter(tuple(pair) for pair in zip(base[0::2], base[1::2]))
+    chosen = []
+    for pair in zip(theirs[0::2], theirs[1::2]):
+        if left[pair] > 0:
+            left[pair] -= 1
+        elif pair[0] == "--config":
+            chosen += pair
     tuned = dataclasses.replace(run, flags=run.flags + tuple(chosen))
     return chosen if _settings(tuned, args, sources) == theirs else None
 

@@ -141,9 +141,9 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
             earlier = own_record(args.results_dir, args.experiment, run, wanted)
             record = ({**earlier, "earlier_configuration": stale_fields(earlier, wanted)} if earlier is not None
                       else shared_record(args.results_dir, args.experiment, run, wanted, earlier=True))
-        if record is not None and record.get("same_as") and "tuning" not in record and tuning is not None:
-            summary = tuning(run)
-            if summary:
+        if record is not None and record.get("same_as") and tuning is not None:
+            summary = tuning(run)  # its study here (a continued study's summary replaces the kept one)
+            if summary and summary != record.get("tuning"):
                 record = {**record, "tuning": summary, "settings": wanted}
                 if args.results_dir and not record.get("earlier_configuration"):
                     # The study's choice is kept as the run's own record, beside the record it shares:

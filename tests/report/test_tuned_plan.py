@@ -167,6 +167,14 @@ def test_a_tuned_runs_record_is_reported_without_its_study(tmp_path, monkeypatch
     assert _main(tmp_path, monkeypatch, *flags, "--dry_run", only="sasrec-bce-tuned") == 0
     printed = capsys.readouterr().out
     assert "to tune first" not in printed and "beauty-sasrec-bce-tuned" in printed and "[recorded]" in printed
+    # As a real study writes it: best.flags repeats the run's own --config (code_network=true), so the
+    # tuned run's settings hold it twice (on 2026-12-06 such a record was not recognised, and its row
+    # would have been tuned again where the study's folder is not).
+    twice = dataclasses.replace(tuned, flags=tuned.flags + ("--config", "code_network=true", "--config", "hidden_size=32"))
+    assert script._settings(twice, args, {}).count("code_network=true") == 2
+    (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").write_text(
+        json.dumps({**record, "settings": script._settings(twice, args, {})}), encoding="utf-8")
+    assert script.recorded_choice(tuned, args, {}) == ["--config", "code_network=true", "--config", "hidden_size=32"]
     # A record whose settings the run's flags and a choice cannot make is not taken for the run's.
     record["settings"] = settings + ["--eval_every", "7"]
     (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").write_text(json.dumps(record), encoding="utf-8")
@@ -208,6 +216,11 @@ def test_a_tuned_run_whose_study_chose_the_untuned_settings_is_that_record_with_
     assert (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").is_file()
     [again] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
     assert again["tuning"] == study and again["same_as"] == "table2/beauty-sasrec-bce"
+    # A study continued with a larger budget (same choice): the kept summary follows it.
+    longer = {**study, "budget": 7200.0}
+    [continued] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: longer)
+    [kept] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
+    assert continued["tuning"] == longer and kept["tuning"] == longer
     assert script.recorded_choice(tuned, args, {}) == ["--config", "hidden_size=50"]
 
 
