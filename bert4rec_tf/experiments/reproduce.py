@@ -301,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             cli.parse_duration(args.tune_budget, "--tune_budget")
         cli.parse_duration(args.trial_budget, "--trial_budget")
         # A tuned run whose study ran on another machine and whose record is here is not tuned again.
-        runs, untuned = tuned_plan(runs, args, lambda run: recorded_choice(run, args, sources))
+        recorded = functools.partial(recorded_choice, args=args, sources=sources)
+        runs, untuned = tuned_plan(runs, args, recorded)
         if untuned and not args.tune_budget and not args.dry_run:
             raise ValueError(f"run {untuned[0].name}: its study {study_dir(untuned[0], args)} has no {BEST_FLAGS}: "
                              "give --tune_budget (e.g. 1h) to tune it first, or --studies with the folder of its study")
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         groups: list[list[int] | None] = core_groups(args.jobs, usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
         reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args,
-                              lambda run: recorded_choice(run, args, sources))[0]
+                              recorded)[0]
         # Every run the report reads: a plan whose settings cannot be resolved fails here.
         reported_settings = {run.name: _settings(run, args, sources) for run in reported}
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
@@ -384,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
             order = [run.name for run in plan(args.experiment, datasets)]
             runs = sorted(runs + tuned_plan(untuned, args)[0], key=lambda run: order.index(run.name))
             reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args,
-                                  lambda run: recorded_choice(run, args, sources))[0]
+                                  recorded)[0]
             reported_settings = {run.name: _settings(run, args, sources) for run in reported}
             for run in runs:
                 resolved_settings(_settings(run, args, sources), strict=True)

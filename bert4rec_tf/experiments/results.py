@@ -106,6 +106,13 @@ def _recorded_from(record: dict, model_dir: str) -> bool:
     return results.get("test") == record.get("test") and results.get("steps", 0) == record.get("steps")
 
 
+def _store(args: argparse.Namespace, run, record: dict) -> None:
+    """Writes `record` as `run`'s record in --results_dir (complete or absent)."""
+    path = record_path(args.results_dir, args.experiment, run)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_json_atomic(path, record)
+
+
 def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str,
                     tuning=None) -> list[dict]:
     """The records of the finished runs: from their run folders (stored in --results_dir when given),
@@ -126,9 +133,7 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
             if origin is not None:
                 record = make_record(model_dir, run, args.experiment, wanted, origin)
                 if args.results_dir:
-                    path = record_path(args.results_dir, args.experiment, run)
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    write_json_atomic(path, record)
+                    _store(args, run, record)
         elif (finished and not record.get("same_as") and model_dir not in _NAMED
               and not _recorded_from(record, model_dir) and _own_training(model_dir, wanted, command) is not None):
             _NAMED.add(model_dir)
@@ -149,9 +154,7 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
                     # The study's choice is kept as the run's own record, beside the record it shares:
                     # where the study's folder is not (another machine), the row is reported from it
                     # and not tuned again.
-                    path = record_path(args.results_dir, args.experiment, run)
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    write_json_atomic(path, record)
+                    _store(args, run, record)
         if record is not None:
             records.append(record)
     return records

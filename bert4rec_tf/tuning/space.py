@@ -147,8 +147,10 @@ def starting_point(space: SearchSpace, config) -> tuple[dict[str, Any], dict[str
                if not isinstance(param, Derived) and key not in params}
     if not differs:
         for key, param in space.items():
-            if isinstance(param, Derived) and param.rule(_Settings(params, config), config) != setting(config, key):
-                differs[key] = (setting(config, key), param.rule(_Settings(params, config), config))
+            if isinstance(param, Derived):
+                value = param.rule(_Settings(params, config), config)
+                if value != setting(config, key):
+                    differs[key] = (setting(config, key), value)
     return params, differs
 
 
