@@ -129,6 +129,13 @@ def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]
     None: a record of other settings, or of a configuration since changed, does not count."""
     record = own_record(results_dir, experiment, run, settings)
     if record is not None and not stale_fields(record, settings):
+        if record.get("same_as"):
+            # A kept copy of another experiment's record (a tuned row whose study chose that row's
+            # settings): that record as it is now, so that a new training of the same settings that
+            # replaced it is reported here too; the copy keeps what is its own (its study).
+            origin = shared_record(results_dir, experiment, run, settings)
+            if origin is not None:
+                return {**origin, **{key: record[key] for key in ("tuning", "settings") if key in record}}
         return record
     return shared_record(results_dir, experiment, run, settings)
 

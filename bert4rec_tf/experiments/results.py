@@ -148,13 +148,14 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
                       else shared_record(args.results_dir, args.experiment, run, wanted, earlier=True))
         if record is not None and record.get("same_as") and tuning is not None:
             summary = tuning(run)  # its study here (a continued study's summary replaces the kept one)
-            if summary and summary != record.get("tuning"):
+            if summary:
                 record = {**record, "tuning": summary, "settings": wanted}
-                if args.results_dir and not record.get("earlier_configuration"):
-                    # The study's choice is kept as the run's own record, beside the record it shares:
-                    # where the study's folder is not (another machine), the row is reported from it
-                    # and not tuned again.
-                    _store(args, run, record)
+            if (args.results_dir and record.get("tuning") and not record.get("earlier_configuration")
+                    and record != own_record(args.results_dir, args.experiment, run, wanted)):
+                # The study's choice is kept as the run's own record, beside the record it shares:
+                # where the study's folder is not (another machine), the row is reported from it and
+                # not tuned again. The copy follows a continued study and a new record it shares.
+                _store(args, run, record)
         if record is not None:
             records.append(record)
     return records

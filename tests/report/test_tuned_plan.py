@@ -222,6 +222,14 @@ def test_a_tuned_run_whose_study_chose_the_untuned_settings_is_that_record_with_
     [kept] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
     assert continued["tuning"] == longer and kept["tuning"] == longer
     assert script.recorded_choice(tuned, args, {}) == ["--config", "hidden_size=50"]
+    # Table 2's record replaced by a new training of the same settings: the tuned row is that training,
+    # and its kept copy follows (not the metrics of the record it was copied from).
+    (results / "table2" / "beauty-sasrec-bce.json").write_text(
+        json.dumps({**record, "test": {"pop": {"HR@10": 0.5}}, "commit": "abc1234"}), encoding="utf-8")
+    [renewed] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
+    assert renewed["test"] == {"pop": {"HR@10": 0.5}} and renewed["tuning"] == longer
+    copy = json.loads((results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").read_text(encoding="utf-8"))
+    assert copy["test"] == {"pop": {"HR@10": 0.5}} and copy["commit"] == "abc1234" and copy["tuning"] == longer
 
 
 def test_a_tuned_row_is_ordered_against_tuned_rows_only():
