@@ -37,15 +37,35 @@ _COLOURS = [f"C{i}" for i in range(10)] + ["black", "gold", "navy", "lime", "mar
 def paired_styles(names: list[str], partner: dict[str, str]) -> dict[str, dict]:
     """Line styles for runs of which some are drawn beside another (`partner`: run -> the run it departs
     from, e.g. a tuned row -> its untuned row): each other run takes its own colour as a solid line, and
-    a partnered run takes its partner's colour as a dashed line, so a family's two lines read as a pair."""
-    bases = [name for name in names if partner.get(name) not in names]
-    styles = {name: {"color": _COLOURS[i % len(_COLOURS)], "linestyle": "-", "marker": "o"}
-              for i, name in enumerate(bases)}
-    if len(bases) > len(_COLOURS):  # past the palette: the line styles' patterns for the bases
-        styles = dict(zip(bases, line_styles(len(bases))))
+    a partnered run takes its partner's colour as a dashed line, so a family's two lines read as a pair.
+    Past the palette's colours the runs take them again with other markers and patterns (dotted runs,
+    dash-dotted partners), and a run partnered to a partnered run is dashed with another pattern: no two
+    lines look the same."""
+    def chain(name: str) -> list[str]:
+        """`name`, its partner, that run's partner, ... up to the run the pairs start from: one without a
+        partner drawn, or in a loop of partners the loop's first run in `names`."""
+        found = [name]
+        while partner.get(found[-1]) in names and partner[found[-1]] not in found:
+            found.append(partner[found[-1]])
+        if partner.get(found[-1]) in found:  # a loop: it starts from its first run in `names`
+            loop = found[found.index(partner[found[-1]]):]
+            found = found[:found.index(min(loop, key=names.index)) + 1]
+        return found
+
+    solid, dashed = [("-", "o"), (":", "^"), ("-", "v"), (":", "<")], [("--", "s"), ("-.", "D"), ("--", "P"), ("-.", "X")]
+    bases = [name for name in names if len(chain(name)) == 1]
+    styles = {}
+    for i, base in enumerate(bases):
+        line, marker = solid[(i // len(_COLOURS)) % len(solid)]
+        styles[base] = {"color": _COLOURS[i % len(_COLOURS)], "linestyle": line, "marker": marker}
     for name in names:
         if name not in styles:
-            styles[name] = {"color": styles[partner[name]]["color"], "linestyle": "--", "marker": "s"}
+            found = chain(name)
+            round_ = bases.index(found[-1]) // len(_COLOURS)
+            line, marker = dashed[round_ % len(dashed)]
+            if len(found) > 2:  # a partner's partner: dashes of its own
+                line = (0, (6, 2, 1, 2, 1, 2))
+            styles[name] = {"color": styles[found[-1]]["color"], "linestyle": line, "marker": marker}
     return styles
 
 

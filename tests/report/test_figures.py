@@ -171,3 +171,21 @@ def test_a_tuned_row_is_drawn_in_its_untuned_rows_colour_dashed():
     # A partnered run whose partner is not drawn is a line of its own.
     alone = figures.paired_styles(["ncf-tuned", "fpmc"], {"ncf-tuned": "ncf"})
     assert alone["ncf-tuned"]["linestyle"] == "-" and alone["ncf-tuned"]["color"] != alone["fpmc"]["color"]
+
+
+def test_paired_styles_stay_distinct_past_the_palette_and_for_chains_and_loops():
+    """Thirty families with their tuned rows (past the 18 colours), a partner's partner and a loop of
+    partners: every line a style of its own, and every partnered line in its family's colour."""
+    bases = [f"family{i}" for i in range(30)]
+    partner = {f"{base}-tuned": base for base in bases}
+    names = [name for base in bases for name in (base, f"{base}-tuned")]
+    styles = figures.paired_styles(names, partner)
+    looks = {name: (style["color"], str(style["linestyle"]), style["marker"]) for name, style in styles.items()}
+    assert len(set(looks.values())) == len(names)
+    assert all(styles[f"{base}-tuned"]["color"] == styles[base]["color"] for base in bases)
+    chained = figures.paired_styles(["a", "a-tuned", "a-tuned-again"], {"a-tuned": "a", "a-tuned-again": "a-tuned"})
+    assert len({(style["color"]) for style in chained.values()}) == 1
+    assert len({(str(style["linestyle"]), style["marker"]) for style in chained.values()}) == 3
+    loop = figures.paired_styles(["x", "y", "z"], {"x": "y", "y": "x"})
+    assert loop["x"]["linestyle"] == "-" and loop["y"]["color"] == loop["x"]["color"] and loop["y"]["linestyle"] == "--"
+    assert loop["z"]["color"] != loop["x"]["color"]
