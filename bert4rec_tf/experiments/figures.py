@@ -38,9 +38,9 @@ def paired_styles(names: list[str], partner: dict[str, str]) -> dict[str, dict]:
     """Line styles for runs of which some are drawn beside another (`partner`: run -> the run it departs
     from, e.g. a tuned row -> its untuned row): each other run takes its own colour as a solid line, and
     a partnered run takes its partner's colour as a dashed line, so a family's two lines read as a pair.
-    Past the palette's colours the runs take them again with other markers and patterns (dotted runs,
-    dash-dotted partners), and a run partnered to a partnered run is dashed with another pattern: no two
-    lines look the same."""
+    Past the palette's colours the runs take them again with other markers (every fourth round for up
+    to 72 families), and the second, third ... run partnered to one family (directly or through another
+    partnered run) takes another dash pattern (up to four): no two lines look the same."""
     def chain(name: str) -> list[str]:
         """`name`, its partner, that run's partner, ... up to the run the pairs start from: one without a
         partner drawn, or in a loop of partners the loop's first run in `names`."""
@@ -52,20 +52,20 @@ def paired_styles(names: list[str], partner: dict[str, str]) -> dict[str, dict]:
             found = found[:found.index(min(loop, key=names.index)) + 1]
         return found
 
-    solid, dashed = [("-", "o"), (":", "^"), ("-", "v"), (":", "<")], [("--", "s"), ("-.", "D"), ("--", "P"), ("-.", "X")]
-    bases = [name for name in names if len(chain(name)) == 1]
+    solid, marks = [("-", "o"), (":", "^"), ("-", "v"), (":", "<")], ["s", "D", "P", "X"]
+    dashes = ["--", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (8, 2))]
+    family = {name: chain(name)[-1] for name in names}
+    bases = [name for name in names if family[name] == name]
     styles = {}
     for i, base in enumerate(bases):
         line, marker = solid[(i // len(_COLOURS)) % len(solid)]
         styles[base] = {"color": _COLOURS[i % len(_COLOURS)], "linestyle": line, "marker": marker}
     for name in names:
         if name not in styles:
-            found = chain(name)
-            round_ = bases.index(found[-1]) // len(_COLOURS)
-            line, marker = dashed[round_ % len(dashed)]
-            if len(found) > 2:  # a partner's partner: dashes of its own
-                line = (0, (6, 2, 1, 2, 1, 2))
-            styles[name] = {"color": styles[found[-1]]["color"], "linestyle": line, "marker": marker}
+            base = family[name]
+            nth = [other for other in names if family[other] == base and other != base].index(name)
+            styles[name] = {"color": styles[base]["color"], "linestyle": dashes[nth % len(dashes)],
+                            "marker": marks[(bases.index(base) // len(_COLOURS)) % len(marks)]}
     return styles
 
 

@@ -150,11 +150,13 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
             summary = tuning(run)  # its study here (a continued study's summary replaces the kept one)
             if summary:
                 record = {**record, "tuning": summary, "settings": wanted}
-            if (args.results_dir and record.get("tuning") and not record.get("earlier_configuration")
-                    and record != own_record(args.results_dir, args.experiment, run, wanted)):
+            kept = own_record(args.results_dir, args.experiment, run, wanted) if args.results_dir else None
+            if (args.results_dir and (summary or kept is not None) and not record.get("earlier_configuration")
+                    and record != kept):
                 # The study's choice is kept as the run's own record, beside the record it shares:
                 # where the study's folder is not (another machine), the row is reported from it and
-                # not tuned again. The copy follows a continued study and a new record it shares.
+                # not tuned again. The copy follows a continued study and a new record it shares. (A
+                # run without a study of its own keeps no copy, whatever the record it shares holds.)
                 _store(args, run, record)
         if record is not None:
             records.append(record)

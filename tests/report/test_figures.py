@@ -183,9 +183,11 @@ def test_paired_styles_stay_distinct_past_the_palette_and_for_chains_and_loops()
     looks = {name: (style["color"], str(style["linestyle"]), style["marker"]) for name, style in styles.items()}
     assert len(set(looks.values())) == len(names)
     assert all(styles[f"{base}-tuned"]["color"] == styles[base]["color"] for base in bases)
-    chained = figures.paired_styles(["a", "a-tuned", "a-tuned-again"], {"a-tuned": "a", "a-tuned-again": "a-tuned"})
+    chained = figures.paired_styles(["a", "a-tuned", "a-tuned-again", "a-tuned-more", "a-other"],
+                                    {"a-tuned": "a", "a-tuned-again": "a-tuned", "a-tuned-more": "a-tuned-again",
+                                     "a-other": "a"})
     assert len({(style["color"]) for style in chained.values()}) == 1
-    assert len({(str(style["linestyle"]), style["marker"]) for style in chained.values()}) == 3
+    assert len({(str(style["linestyle"]), style["marker"]) for style in chained.values()}) == 5
     loop = figures.paired_styles(["x", "y", "z"], {"x": "y", "y": "x"})
     assert loop["x"]["linestyle"] == "-" and loop["y"]["color"] == loop["x"]["color"] and loop["y"]["linestyle"] == "--"
     assert loop["z"]["color"] != loop["x"]["color"]

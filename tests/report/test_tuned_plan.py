@@ -230,6 +230,16 @@ def test_a_tuned_run_whose_study_chose_the_untuned_settings_is_that_record_with_
     assert renewed["test"] == {"pop": {"HR@10": 0.5}} and renewed["tuning"] == longer
     copy = json.loads((results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").read_text(encoding="utf-8"))
     assert copy["test"] == {"pop": {"HR@10": 0.5}} and copy["commit"] == "abc1234" and copy["tuning"] == longer
+    # Nothing changed: the copy is not written again.
+    stamp = (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").stat().st_mtime_ns
+    collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
+    assert (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").stat().st_mtime_ns == stamp
+    # A run without a study that shares a record holding one (a tuned row's own training) keeps no copy.
+    (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").unlink()
+    (results / "table2" / "beauty-sasrec-bce.json").write_text(json.dumps({**record, "tuning": study}), encoding="utf-8")
+    [plain] = collect_records(args, [chosen], settings, "bert4rec-reproduce", lambda run: None)
+    assert plain["same_as"] == "table2/beauty-sasrec-bce"
+    assert list((results / "table2_tuned").glob("*.json")) == []
 
 
 def test_a_tuned_row_is_ordered_against_tuned_rows_only():
