@@ -38,8 +38,8 @@ def paired_styles(names: list[str], partner: dict[str, str]) -> dict[str, dict]:
     """Line styles for runs of which some are drawn beside another (`partner`: run -> the run it departs
     from, e.g. a tuned row -> its untuned row): each other run takes its own colour as a solid line, and
     a partnered run takes its partner's colour as a dashed line, so a family's two lines read as a pair.
-    Past the palette's colours the runs take them again with other markers (every fourth round for up
-    to 72 families), and the second, third ... run partnered to one family (directly or through another
+    Past the palette's 18 colours the runs take them again with other markers (four rounds: up to 72
+    families), and the second, third ... run partnered to one family (directly or through another
     partnered run) takes another dash pattern (up to four): no two lines look the same."""
     def chain(name: str) -> list[str]:
         """`name`, its partner, that run's partner, ... up to the run the pairs start from: one without a

@@ -51,8 +51,9 @@ def orderings(rows: list[dict]) -> list[dict]:
     Ablation runs pair with the default only (the paper's question is each change against it); other
     runs pair with every other, a tuned row (`TUNED_SUFFIX`) with the tuned rows only. Only HR@10,
     Recall@10 and NDCG@10 are compared. `holds` is None when either side ties: the published numbers
-    are equal, or ours differ by less than `noise_margin` (two standard errors over the users both runs
-    were tested on, `fewest_tested`), e.g. 0.6856 against 0.6866 on ML-1m's 6,040 users. Table 2's numbers pair through `table2_orderings` instead.
+    are equal, or ours differ by less than `noise_margin` (two standard errors over the users both
+    runs were tested on, `fewest_tested`), e.g. 0.6856 against 0.6866 on ML-1m's 6,040 users. Table 2's
+    numbers pair through `table2_orderings` instead.
     """
     groups: dict[tuple, dict[str, dict]] = {}
     for row in rows:
