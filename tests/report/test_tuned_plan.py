@@ -30,8 +30,10 @@ SUMMARY = {"best": {"number": 3, "value": 0.2, "settings": {"hidden_size": 32, "
 
 
 def test_every_trained_row_of_table2_is_beside_its_tuned_row_with_the_same_flags_and_published_number():
-    runs = plan("table2_tuned", ["beauty"])
-    untuned = {run.setting: run for run in plan("table2", ["beauty"]) if run.model != "pop"}
+    pop, *runs = plan("table2_tuned", ["beauty"])
+    table2 = plan("table2", ["beauty"])
+    assert pop == table2[0] and pop.model == "pop" and not pop.tuned  # one row, Table 2's: nothing to tune
+    untuned = {run.setting: run for run in table2[1:]}
     assert [run.setting for run in runs[0::2]] == list(untuned)
     for run, tuned in zip(runs[0::2], runs[1::2]):
         assert run == untuned[run.setting] and not run.tuned
