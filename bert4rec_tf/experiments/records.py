@@ -142,25 +142,30 @@ def read_record(results_dir: str, experiment: str, run: Run, settings: list[str]
 
 def shared_record(results_dir: str, experiment: str, run: Run, settings: list[str],
                   earlier: bool = False) -> dict | None:
-    """A record of another experiment whose train.py settings resolve to these `settings`
-    (`resolved_settings`; the ablation's default is Table 2's BERT4Rec at the same recipe, and the
-    sweeps' runs at the recipe's own value are one run), as `run`'s record with `same_as` naming its
-    origin: one training, not two of the same command. None when no other experiment has one. With
+    """A record of another run (of another experiment, or another run of this one) whose train.py
+    settings resolve to these `settings` (`resolved_settings`; the ablation's default is Table 2's
+    BERT4Rec at the same recipe, the sweeps' runs at the recipe's own value are one run, and a tuned
+    row whose study chose the untuned settings is its untuned row), as `run`'s record with `same_as`
+    naming its origin: one training, not two of the same command. None when there is none. With
     `earlier`, also such a record made under a configuration its settings no longer give, with
     `earlier_configuration` naming the fields that differ (what the report shows, marked, until a run
-    trains again)."""
+    trains again), when no current one exists."""
     if not os.path.isdir(results_dir) or not getattr(run, "share", True):
         return None
     mine = resolved_settings(settings)
-    candidates = [(other, name) for other in sorted(os.listdir(results_dir)) if other != experiment
-                  and os.path.isdir(os.path.join(results_dir, other))
+    # Another experiment's records, and this one's of other runs (a tuned row whose study chose the
+    # untuned settings shares the untuned row trained in this experiment).
+    candidates = [(other, name) for other in sorted(os.listdir(results_dir))
+                  if os.path.isdir(os.path.join(results_dir, other))
                   for name in sorted(os.listdir(os.path.join(results_dir, other)))
-                  if name.startswith(f"{run.dataset}-") and name.endswith(".json")]
+                  if name.startswith(f"{run.dataset}-") and name.endswith(".json")
+                  and not (other == experiment and name == f"{run.name}.json")]
     # Records of the run's own name first (Table 2's ml-1m-bert4rec for the tuned table's), then of the
     # run it departs from (Table 2's ml-1m-sasrec-ce for a tuned row whose study chose its settings), so
     # that a later experiment's record of the same settings does not take their place.
     against = f"{run.dataset}-{run.against}.json" if getattr(run, "against", None) else None
     candidates.sort(key=lambda candidate: (candidate[1] != f"{run.name}.json", candidate[1] != against))
+    found = None  # the first record of an earlier configuration, if no current one turns up
     for other, name in candidates:
         record = read_json(os.path.join(results_dir, other, name), "run record")
         if record.get("version") != RECORD_VERSION or record.get("dataset") != run.dataset or record.get("same_as"):
@@ -168,12 +173,14 @@ def shared_record(results_dir: str, experiment: str, run: Run, settings: list[st
         theirs = record.get("settings")
         if theirs == settings or (mine is not None and resolved_settings(theirs or []) == mine):
             stale = stale_fields(record, theirs or [])
-            if stale and not earlier:
-                continue
-            return {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
-                    "value": run.value, "same_as": f"{other}/{record['run']}",
-                    **({"earlier_configuration": stale} if stale else {})}
-    return None
+            shared = {**record, "experiment": experiment, "run": run.name, "setting": run.setting,
+                      "value": run.value, "same_as": f"{other}/{record['run']}",
+                      **({"earlier_configuration": stale} if stale else {})}
+            if not stale:
+                return shared
+            if earlier and found is None:
+                found = shared
+    return found
 
 
 def provenance(command: str, root: str, cores: int | None = None) -> dict:

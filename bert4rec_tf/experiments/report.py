@@ -295,10 +295,13 @@ def _tuning_table(records: list[dict]) -> list[str]:
              "settings (the first trial; a study made before that had none) and of the chosen trial, and "
              "the settings chosen; only validation decided, the test was read once, by the run above. A trial "
              "trains the first trial budget of a run whose learning rate decays to 0 at the schedule's end (a "
-             "study older than the schedule setting decayed at the trial budget):", "",
-             "| run | budget | trial budget | schedule | trial time | wall time | trials | the recipe's trial | "
-             "best validation | chosen settings |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "study older than the schedule setting decayed at the trial budget). Judged past the rungs: how many "
+             "seconds after the pruner's rung each judgement of a trial came (trials validate at the rungs; a study "
+             "of older code did not, judged a trial at its first validation past a rung, for a trial of slow steps "
+             "minutes later, and kept no record of it):", "",
+             "| run | budget | trial budget | schedule | trial time | wall time | trials | judged past the rungs | "
+             "the recipe's trial | best validation | chosen settings |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for record in tuned:
         study = record["tuning"]
         best = study.get("best", {})
@@ -310,8 +313,15 @@ def _tuning_table(records: list[dict]) -> list[str]:
         value = f"{best['value']:.4f}" if "value" in best else ""
         lines.append(f"| {record['run']} | {minutes['budget']} | {minutes['trial_budget']} | "
                      f"{minutes['schedule_budget']} | {minutes['spent_seconds']} | {minutes['wall_seconds']} | {trials} | "
-                     f"{_start_text(study.get('start'))} | {value} | {chosen} |")
+                     f"{_rungs_text(study.get('at_rungs'))} | {_start_text(study.get('start'))} | {value} | {chosen} |")
     return lines + [""]
+
+
+def _rungs_text(at_rungs: dict | None) -> str:
+    """How far past its rungs a study's trials were judged (not recorded: a study of older code)."""
+    if not at_rungs or not at_rungs.get("judged"):
+        return "not recorded"
+    return f"{at_rungs['median']:.0f} s median, {at_rungs['max']:.0f} s at most"
 
 
 def _start_text(start: dict | None) -> str:

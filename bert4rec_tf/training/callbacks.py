@@ -130,7 +130,7 @@ class IntervalDriver(keras.callbacks.Callback):
         self._seen += 1
         if self._bar is not None:
             self._bar.update(self._seen, list((logs or {}).items()), finalize=self._seen >= self._steps)
-        if self._seen < self._steps:
+        if self._seen < self._steps and not self.plan.mark_due():  # an interval also ends at a mark
             return
         self.checkpointing.end_interval(logs, training_seconds=time.monotonic() - self._began)
         self.pace.interval_end()

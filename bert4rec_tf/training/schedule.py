@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, Sequence
 
 from bert4rec_tf.config import TrainConfig
 
@@ -99,7 +99,10 @@ class IntervalPlan:
     has measured its own pace), and `state["budget_spent"]` that the budget is used up (the deadline
     passed, or the schedule planned for it ended); a budget that ends within the warm-up is warned
     about once. With `train.stop_after`, training stops at that many seconds (the last interval cut
-    to end there), the schedule's end still where the whole budget puts it.
+    to end there), the schedule's end still where the whole budget puts it. With `marks` (seconds of
+    training and validation), an interval also ends at the first step that ends past a mark not yet
+    validated at (`mark_due`, asked after every step), so that a validation falls there whatever the
+    pace: a tuner's trials are judged at the same seconds.
 
     `next_steps()` is asked before the first interval and after each interval's checkpoint, which
     advances `state["step"]` (the trainer asks it from inside its one `model.fit`,
@@ -114,18 +117,31 @@ class IntervalPlan:
         clock: seconds of training and validation the run has had, over all its processes.
         set_total_steps: moves the learning-rate schedule's last step.
         stopped: whether training stopped early (patience).
+        marks: seconds at which a validation should fall (none: every `eval_every` steps only).
     """
 
     def __init__(self, state: dict, train: TrainConfig, eval_every: int, pace, clock: Callable[[], float] | None,
-                 set_total_steps: Callable[[int], None] | None, stopped: Callable[[], bool]):
+                 set_total_steps: Callable[[int], None] | None, stopped: Callable[[], bool],
+                 marks: Sequence[float] = ()):
         self.state, self.train, self.eval_every, self.pace = state, train, eval_every, pace
         self.clock, self.set_total_steps, self.stopped = clock, set_total_steps, stopped
+        self.pending = sorted(marks)
         self.probe = min(eval_every, train.warmup_steps or eval_every)
         self.warned = False
+
+    def mark_due(self) -> bool:
+        """Whether a mark has passed since the last validation: the interval ends at this step."""
+        return bool(self.pending) and self.clock is not None and self.clock() >= self.pending[0]
 
     def next_steps(self) -> int:
         """The steps of the next interval; 0 when training ends (steps done, budget spent, stopped early)."""
         state, train = self.state, self.train
+        # A mark is validated at once a validation's seconds, as reported (whole seconds), reach it;
+        # one whose validation fell just short stays due, and the next interval ends after a step.
+        curve = state.get("curve") or []
+        last = curve[-1].get("seconds") if curve else state.get("seconds")
+        if last is not None:
+            self.pending = [mark for mark in self.pending if int(last) < mark]
         if self.stopped():
             return 0
         if not train.time_budget:

@@ -22,7 +22,7 @@ import shutil
 import sys
 import time
 import zipfile
-from typing import Callable
+from typing import Callable, Sequence
 
 import keras
 import numpy as np
@@ -105,7 +105,8 @@ def load_resume_point(model: keras.Model, run: RunFolder, state: dict) -> None:
 def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str | None = None,
                        source_file: str | None = None, strategy: str = "default", eval_every: int = 1000,
                        patience: int | None = None, verbose: int = 1,
-                       on_validation: Callable[[dict], bool] | None = None, test: bool = True) -> dict | None:
+                       on_validation: Callable[[dict], bool] | None = None, test: bool = True,
+                       validate_at: Sequence[float] = ()) -> dict | None:
     """Runs the main job for the model `config.model.name` and returns the test metrics
     {protocol: {metric: value}}.
 
@@ -119,8 +120,10 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
     and exported at once.
 
     A tuner's trial (`bert4rec_tf.tuning`) passes `on_validation`, called with each validation's curve
-    point after its checkpoint is committed (True stops training there), and `test=False`: the run
-    trains and validates only, and None is returned (no test, no model.keras, no export).
+    point after its checkpoint is committed (True stops training there), `test=False`: the run
+    trains and validates only, and None is returned (no test, no model.keras, no export), and
+    `validate_at`: seconds of training and validation past which an interval ends and validates
+    (`IntervalPlan.mark_due`), its pruner's rungs.
 
     Raises:
         ValueError: for a folder holding another run, damaged run files, or `TrainingDiverged`.
@@ -137,28 +140,28 @@ def train_and_evaluate(config: ExperimentConfig, model_dir: str, data_dir: str |
         scratch = worker_folder(model_dir)
         try:
             return train_and_evaluate_in(config, scratch, distribution, data_dir, source_file, eval_every,
-                                         patience, 0, on_validation, test)
+                                         patience, 0, on_validation, test, validate_at)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return train_and_evaluate_in(config, model_dir, distribution, data_dir, source_file, eval_every, patience,
-                                 verbose, on_validation, test)
+                                 verbose, on_validation, test, validate_at)
 
 
 def train_and_evaluate_in(config: ExperimentConfig, model_dir: str, distribution: tf.distribute.Strategy,
                           data_dir: str | None, source_file: str | None, eval_every: int, patience: int | None,
                           verbose: int, on_validation: Callable[[dict], bool] | None = None,
-                          test: bool = True) -> dict | None:
+                          test: bool = True, validate_at: Sequence[float] = ()) -> dict | None:
     """`train_and_evaluate` in `model_dir` under `distribution` (already made)."""
     run = RunFolder(model_dir)
     with run.lock():
         return _train_and_evaluate_locked(run, config, distribution, data_dir, source_file, eval_every, patience,
-                                          verbose, on_validation, test)
+                                          verbose, on_validation, test, validate_at)
 
 
 def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distribution: tf.distribute.Strategy,
                                data_dir: str | None, source_file: str | None, eval_every: int, patience: int | None,
                                verbose: int, on_validation: Callable[[dict], bool] | None,
-                               test: bool) -> dict | None:
+                               test: bool, validate_at: Sequence[float] = ()) -> dict | None:
     """`train_and_evaluate_in`, holding the run folder's lock."""
     state = run.load_state()  # a damaged folder is named before the data is prepared
     run.tidy(state)
@@ -199,7 +202,7 @@ def _train_and_evaluate_locked(run: RunFolder, config: ExperimentConfig, distrib
         pace = PaceMeter()
         spent = state.get("budget_spent", False)
         plan = IntervalPlan(state, config.train, eval_every, pace, clock, trainee.schedule.set_total_steps,
-                            lambda: checkpointing.stopped_early)
+                            lambda: checkpointing.stopped_early, validate_at)
         first = plan.next_steps()
         if first:
             options = tf.data.Options()

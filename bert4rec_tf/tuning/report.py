@@ -1,5 +1,5 @@
 """The study's figures: the best validation score against the trials' time, each trial's curve (the
-pruned ones stopping early; marked, the points the pruner was given), and each setting's importance
+pruned ones stopping early; marked, the points the pruner judged it on), and each setting's importance
 (Optuna's PED-ANOVA)."""
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ import math
 import os
 
 from bert4rec_tf.constants import SELECTION_METRIC
+from bert4rec_tf.tuning.trials import REDUCTION
 
 
-def write_report(study_dir: str, study) -> list[str]:
-    """Writes tuning.png (and importance.png once two trials completed) in `study_dir`; returns the paths."""
+def write_report(study_dir: str, study, first_rung: int) -> list[str]:
+    """Writes tuning.png (and importance.png once two trials completed) in `study_dir`; returns the
+    paths. `first_rung`: the pruner's first rung in seconds (the points each trial was judged on)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -48,8 +50,10 @@ def write_report(study_dir: str, study) -> list[str]:
         recipe = " (the recipe's)" if trial.user_attrs.get("start") == "recipe" else ""
         line, = right.plot([second / 60 for second in seconds], values,
                            label=None if pruned else f"trial {trial.number}{recipe}", **style)
-        reported = sorted(trial.intermediate_values)  # what the pruner saw: the points after the warm-up
-        right.plot([second / 60 for second in reported], [trial.intermediate_values[second] for second in reported],
+        # The reports it was judged on, as the trial kept them (older trials: as the pruner's rule gives them).
+        judged = [second for second in dict.fromkeys(trial.user_attrs.get("judged", []))
+                  if second in trial.intermediate_values] or judged_seconds(trial.intermediate_values, first_rung)
+        right.plot([second / 60 for second in judged], [trial.intermediate_values[second] for second in judged],
                    linestyle="none", marker="x" if pruned else ".", color=line.get_color(), alpha=line.get_alpha())
     right.set(xlabel="trial's time (minutes)", ylabel=f"best validation {metric} so far",
               title="Each trial's curve (grey, dashed: stopped by the pruner;\nmarked: the points it was judged on)")
@@ -76,6 +80,23 @@ def write_report(study_dir: str, study) -> list[str]:
             figure.savefig(temporary, format="png", dpi=100)
         plt.close(figure)
     return paths
+
+
+def judged_seconds(reports: dict[int, float], first_rung: int) -> list[int]:
+    """The reports (seconds) a successive-halving pruner with rungs at `first_rung`, 3x, 9x ... seconds
+    judged a trial on: for each rung the trial reached, its first report at or past it (one report may
+    serve several rungs).
+
+    Example: judged_seconds({30: 0.1, 70: 0.2, 150: 0.3, 250: 0.4}, 66) == [70, 250] (rungs 66 and 198).
+    """
+    reported, judged, rung = sorted(reports), [], first_rung
+    while True:
+        past = [second for second in reported if second >= rung]
+        if not past:
+            return judged
+        if past[0] not in judged:
+            judged.append(past[0])
+        rung *= REDUCTION
 
 
 def _curve(study_dir: str, trial, metric: str) -> tuple[list[float], list[float]]:

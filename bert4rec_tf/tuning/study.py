@@ -11,9 +11,14 @@ chose: the first `trial_budget` seconds (`train.stop_after`) of a run of the tes
 (`schedule_budget`, `train.time_budget`), so that its learning rate follows the schedule the chosen
 configuration will train with, not one that decays to 0 at the end of the trial. After each
 validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at its seconds of
-training and validation so far, once its learning-rate warm-up is over, and the successive-halving
-pruner may stop it there: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ...
-seconds). The test is never read: the study chooses on validation only.
+training and validation so far, and the successive-halving pruner may stop it there once its
+learning-rate warm-up is over: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ...
+seconds, `rung_seconds`). A trial also validates at each rung's seconds, so that at a rung every
+trial is judged on what it reached in the same time: Optuna's pruner judges a rung on the first
+report at or past it, which with validations every `eval_every` steps could be minutes later for a
+trial of slow steps than for one of fast steps. A trial still in its warm-up at a rung is not stopped
+there (every trial is near its start then, and stopping it would be stopping it on noise), but its
+value there counts among the rung's. The test is never read: the study chooses on validation only.
 
 What survives a kill: Optuna's database storage with heartbeats. A trial whose process died stops
 beating; once its heartbeat is older than `GRACE_SECONDS` Optuna marks it failed and queues a copy of
@@ -32,6 +37,7 @@ import dataclasses
 import math
 import os
 import socket
+import statistics
 import time
 from typing import Any, Sequence
 
@@ -41,7 +47,7 @@ from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.tasks import task_of_preset
 from bert4rec_tf.tuning.space import (Derived, SearchSpace, around, check_space, starting_point, suggest,
                                       without_fixed)
-from bert4rec_tf.tuning.trials import original_number, spent_seconds
+from bert4rec_tf.tuning.trials import REDUCTION, original_number, spent_seconds
 
 # Heartbeats of running trials, and how old one may be before its trial counts as dead.
 HEARTBEAT_SECONDS = 5
@@ -68,7 +74,7 @@ class StudySettings:
             the test run's (by default the recipe's), at least `trial_budget`.
         overrides: settings fixed for every trial ("key=value"), over the recipe, under the sampled ones.
         seed: every trial's data seed (None: the preset's); the sampler is seeded from it too.
-        eval_every: steps between a trial's validations (its reports to the pruner).
+        eval_every: steps between a trial's validations (its reports to the pruner), besides the rungs' ones.
         min_resource: the first rung of the pruner, in seconds (default: a ninth of the trial budget).
     """
 
@@ -178,9 +184,13 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
         trial.set_user_attr("folder", os.path.relpath(folder, study_dir))
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
         trial.set_user_attr("settings", {key: _plain(value) for key, value in sampled.items()})
-        best = {"value": -math.inf}
-        # The seconds reported already (a retry inherits its dead original's reports).
-        reported = set(_frozen(trial).intermediate_values)
+        # The seconds reported already, and the best of them (a retry inherits its dead original's
+        # reports and the seconds it was judged at).
+        frozen = _frozen(trial)
+        reported = set(frozen.intermediate_values)
+        best = {"value": max(frozen.intermediate_values.values(), default=-math.inf)}
+        judged = list(frozen.user_attrs.get("judged", []))
+        rungs = rung_seconds(settings, within_trial=False)
 
         def on_validation(point: dict) -> bool:
             score = point.get("/".join(SELECTION_METRIC))
@@ -188,20 +198,27 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
                 best["value"] = max(best["value"], score)
             trial.set_user_attr("seconds", float(point.get("seconds", 0.0)))
             second = int(point.get("seconds", 0.0))
-            # No report while the learning rate warms up: every trial is still near its start there,
-            # and the pruner would stop trials on noise. One report a second (Optuna's steps are
-            # integers: a second validation within the same second would only be warned about and
-            # ignored).
-            warming = int(point.get("step", 0)) <= config.train.warmup_steps
-            if math.isfinite(best["value"]) and second not in reported and not warming:
+            # One report a second (Optuna's steps are integers: a second validation within the same
+            # second would only be warned about and ignored). The pruner judges a rung on the first
+            # report at or past it and records the value there; while the learning rate warms up
+            # every trial is still near its start, so a trial is not stopped then.
+            if math.isfinite(best["value"]) and second not in reported:
                 trial.report(best["value"], step=second)
                 reported.add(second)
-            return trial.should_prune()
+            warming = int(point.get("step", 0)) <= config.train.warmup_steps
+            stop = trial.should_prune()
+            if len(judged) < len(rungs) and second >= rungs[len(judged)]:
+                # The rungs this report was judged at (Optuna records each), kept for the figure and
+                # the summary: the seconds of the report, one entry per rung.
+                done = sum(key.startswith("completed_rung_") for key in _frozen(trial).system_attrs)
+                judged.extend([second] * (done - len(judged)))
+                trial.set_user_attr("judged", judged)
+            return stop and not warming
 
         keras.backend.clear_session()
         try:
             train_and_evaluate(config, folder, data_dir, source_file, eval_every=settings.eval_every, verbose=0,
-                               on_validation=on_validation, test=False)
+                               on_validation=on_validation, test=False, validate_at=rung_seconds(settings))
         except ValueError as error:  # divergence, a setting the family refuses: the trial fails, the study goes on
             trial.set_user_attr("error", str(error).splitlines()[0][:300])
             raise
@@ -226,6 +243,26 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
+def _first_rung(settings: StudySettings) -> int:
+    """The pruner's first rung in seconds (at least 1): `min_resource`, by default a ninth of the
+    trial budget."""
+    return max(1, int(settings.min_resource or settings.trial_budget / 9))
+
+
+def rung_seconds(settings: StudySettings, within_trial: bool = True) -> list[int]:
+    """The seconds of the pruner's rungs (the first rung, then `REDUCTION` times the last): those a
+    trial validates at, without one within the last 1% of the trial budget (the trial's end
+    validates there anyway); without `within_trial`, every rung up to the trial budget.
+
+    Example: a trial budget of 600 s gives [66, 198] (and 594 s, the trial's end, without `within_trial`).
+    """
+    rungs, rung = [], _first_rung(settings)
+    while rung < (0.99 if within_trial else 1.0) * settings.trial_budget:
+        rungs.append(rung)
+        rung *= REDUCTION
+    return rungs
+
+
 def open_study(study_dir: str, settings: StudySettings, storage: str | None, worker: int = 0):
     """The Optuna study of `settings` in its storage (created on first use), with its sampler (TPE,
     seeded per worker, a constant liar for trials running in parallel) and its pruner (successive
@@ -234,8 +271,7 @@ def open_study(study_dir: str, settings: StudySettings, storage: str | None, wor
 
     seed = (settings.seed or 0) * 1000 + worker
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True)
-    min_resource = settings.min_resource or max(1.0, settings.trial_budget / 9)
-    pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=int(min_resource), reduction_factor=3)
+    pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=_first_rung(settings), reduction_factor=REDUCTION)
     study = optuna.create_study(study_name=settings.name, storage=study_storage(study_dir, storage), sampler=sampler,
                                 pruner=pruner, direction="maximize", load_if_exists=True)
     return _serialised_pops(study, study_dir)
@@ -326,8 +362,10 @@ def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
 def summary(study, settings: StudySettings | None = None) -> dict:
     """Counts of the study's trials by state, the trials' seconds (`spent_seconds`) and the wall time
     from the first trial's start to the last one's end, the budgets of `settings`, how the recipe's
-    trial ended ("start": its number, state and value), and the best trial's number, value and
-    settings."""
+    trial ended ("start": its number, state and value), the best trial's number, value and
+    settings, and how many seconds past its rung each judgement of a trial was ("at_rungs": their
+    count, median and maximum; trials of older code, which did not validate at the rungs and could
+    be judged minutes past one, kept no record of it)."""
     optuna = _optuna()
 
     trials = study.get_trials(deepcopy=False)
@@ -346,8 +384,15 @@ def summary(study, settings: StudySettings | None = None) -> dict:
         "number": start.number, "state": start.state.name.lower(),  # a pruned trial: its last report
         "value": start.value if start.value is not None else (
             start.intermediate_values[max(start.intermediate_values)] if start.intermediate_values else None)}}
+    # How late past each rung the trials that ended were judged (from the seconds they were judged at,
+    # which trials of older code did not keep; a failed trial's judgements are its retry's too).
+    rungs = [] if settings is None else rung_seconds(settings, within_trial=False)
+    ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    late = [second - rung for trial in trials if trial.state in ended
+            for second, rung in zip(trial.user_attrs.get("judged", []), rungs)]
+    at_rungs = {"judged": len(late), **({"median": float(statistics.median(late)), "max": max(late)} if late else {})}
     return {"trials": {key: value for key, value in counts.items() if value}, "spent_seconds": spent_seconds(trials),
-            "wall_seconds": round(wall, 1), **budgets, **recipe,
+            "wall_seconds": round(wall, 1), **budgets, **recipe, "at_rungs": at_rungs,
             **({} if best is None else {"best": {"number": best.number, "value": best.value,
                                                  "settings": best.user_attrs.get("settings", {})}})}
 
@@ -473,4 +518,5 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
     path = write_best(study_dir, settings, study)
     if path is None:
         raise ValueError(f"no trial of {study_dir} completed; see its trials/ folders")
-    return {**summary(study, settings), "best_flags": path, "figures": write_report(study_dir, study)}
+    figures = write_report(study_dir, study, _first_rung(settings))
+    return {**summary(study, settings), "best_flags": path, "figures": figures}

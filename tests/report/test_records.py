@@ -234,3 +234,38 @@ def test_a_finished_run_beside_a_record_of_the_same_settings_is_named_not_report
         assert ("commit abc1234, 2026-11-30" in said) == named
     collect_records(args, [run], {run.name: settings}, "bert4rec-reproduce table2")
     assert "stays the reported one" not in capsys.readouterr().out  # named once per command
+
+
+def test_a_tuned_row_whose_study_chose_the_recipe_is_its_untuned_row_trained_in_the_same_experiment(tmp_path):
+    """Beauty GRU4Rec: Table 2's record is of an earlier configuration (it validated every user), the
+    tuned table trained the untuned row again, and the study chose the recipe's settings: the tuned
+    row is that training (it trained the same settings again for an hour), and so is Table 2's row."""
+    from bert4rec_tf.experiments.plans import resolved_settings
+    from bert4rec_tf.experiments.records import RECORD_VERSION, read_record, shared_record
+    settings = ["--dataset", "beauty", "--model", "gru4rec", "--seed", "12345", "--eval_every", "500",
+                "--recipe", "cpu-1h"]
+    chosen = [*settings, "--config", "learning_rate=0.003"]  # the recipe's rate, as best.flags repeats it
+    config = resolved_settings(settings)["config"]
+    assert resolved_settings(chosen) == resolved_settings(settings)
+    earlier = {**config, "train": {**config["train"], "valid_users": 0}}
+    record = {**fake_record("beauty", "gru4rec", {"pop": {"HR@10": 0.31}}), "version": RECORD_VERSION,
+              "experiment": "table2", "settings": settings, "config": earlier}
+    for folder in ("table2", "table2_tuned"):
+        os.makedirs(tmp_path / folder)
+    (tmp_path / "table2" / "beauty-gru4rec.json").write_text(json.dumps(record), encoding="utf-8")
+    untuned, tuned = [run for run in plan("table2_tuned", ["beauty"]) if run.setting.startswith("gru4rec")][:2]
+    assert tuned.setting == "gru4rec-tuned"
+    # Only the earlier configuration's record: nothing counts, and the report shows that one, marked.
+    assert read_record(str(tmp_path), "table2_tuned", tuned, chosen) is None
+    marked = shared_record(str(tmp_path), "table2_tuned", tuned, chosen, earlier=True)
+    assert marked["same_as"] == "table2/beauty-gru4rec" and marked["earlier_configuration"] == ["train.valid_users"]
+    # The untuned row trained again in the tuned table: the tuned row is it, Table 2's row too, and it
+    # is preferred to the earlier record where that one would be shown.
+    again = {**record, "experiment": "table2_tuned", "config": config, "test": {"pop": {"HR@10": 0.33}}}
+    (tmp_path / "table2_tuned" / "beauty-gru4rec.json").write_text(json.dumps(again), encoding="utf-8")
+    assert read_record(str(tmp_path), "table2_tuned", untuned, settings)["test"] == again["test"]
+    shared = read_record(str(tmp_path), "table2_tuned", tuned, chosen)
+    assert shared["same_as"] == "table2_tuned/beauty-gru4rec" and shared["run"] == "beauty-gru4rec-tuned"
+    table2 = next(run for run in plan("table2", ["beauty"]) if run.setting == "gru4rec")
+    assert read_record(str(tmp_path), "table2", table2, settings)["same_as"] == "table2_tuned/beauty-gru4rec"
+    assert "earlier_configuration" not in shared_record(str(tmp_path), "table2_tuned", tuned, chosen, earlier=True)

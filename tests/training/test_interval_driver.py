@@ -27,14 +27,19 @@ def linear_model() -> keras.Model:
 
 
 class Plan:
-    """Plans the given intervals' steps, then 0; counts how often it was asked."""
+    """Plans the given intervals' steps, then 0; counts how often it was asked. A mark is due at the
+    steps of `due_at` (`step()` gives the steps done), as `IntervalPlan.mark_due` says when a mark's
+    seconds have passed."""
 
-    def __init__(self, steps: list[int]):
-        self.steps, self.asked = list(steps), 0
+    def __init__(self, steps: list[int], due_at: tuple[int, ...] = (), step=None):
+        self.steps, self.asked, self.due_at, self.step = list(steps), 0, due_at, step
 
     def next_steps(self) -> int:
         self.asked += 1
         return self.steps.pop(0) if self.steps else 0
+
+    def mark_due(self) -> bool:
+        return self.step is not None and self.step() in self.due_at
 
 
 class Checkpoints:
@@ -88,3 +93,14 @@ def test_the_progress_bar_is_one_per_interval(capsys):
               callbacks=[IntervalDriver(Plan([2]), 3, Checkpoints(), PaceMeter(), progress=True)], verbose=0, shuffle=False)
     out = capsys.readouterr().out
     assert "3/3" in out and "2/2" in out and "/100" not in out
+
+
+def test_an_interval_ends_at_the_step_a_mark_comes_due():
+    # Intervals of 5 steps; marks due at steps 3 and 12: the first interval ends at 3, and the one
+    # running at step 12 (from 8) ends there; the plan is asked after each.
+    model, checkpoints = linear_model(), Checkpoints()
+    plan = Plan([5, 5, 5], due_at=(3, 12), step=lambda: int(model.optimizer.iterations.numpy()))
+    model.fit(stream(), epochs=1, steps_per_epoch=100,
+              callbacks=[IntervalDriver(plan, 5, checkpoints, PaceMeter(), progress=False)], verbose=0, shuffle=False)
+    assert [step for step, _ in checkpoints.points] == [3, 8, 12, 17]
+    assert plan.asked == 4

@@ -187,6 +187,51 @@ def test_stop_after_trains_the_first_seconds_of_the_whole_budgets_schedule_and_a
         TrainConfig(stop_after=600.0).check()
 
 
+def _validations(pace: float, marks=(), probe: int = 500, validation: float = 2.0, stamp_lag: float = 0.0):
+    """The seconds of each validation of a 10-minute trial of a one-hour schedule at `pace` seconds a
+    step, validating every 200 steps for `validation` s, stepped as `callbacks.IntervalDriver` steps
+    it: after each step it asks the plan whether a mark is due. The point is stamped `stamp_lag` s
+    before the plan next reads the clock (the checkpoint and the tuner's report in between)."""
+    state, clock, stamps = {"step": 0, "scheduled": None, "seconds": 0.0, "curve": []}, [0.0], []
+    meter = types.SimpleNamespace(pace=None, overhead=0.0)
+    train = TrainConfig(time_budget=3600.0, stop_after=600.0, train_steps=10**9, warmup_steps=probe)
+    plan = IntervalPlan(state, train, 200, meter, lambda: clock[0], lambda total: None, lambda: False, marks)
+    while steps := plan.next_steps():
+        seen = 0
+        while True:
+            clock[0] += pace
+            seen += 1
+            if seen >= steps or plan.mark_due():
+                break
+        state["step"] += seen
+        clock[0] += validation
+        state["curve"].append({"step": state["step"], "seconds": round(clock[0], 1)})
+        stamps.append(round(clock[0], 1))
+        clock[0] += stamp_lag
+        state["seconds"] = clock[0]
+        meter.pace, meter.overhead = pace, validation
+    return stamps
+
+
+def test_a_trial_validates_at_each_mark_whatever_its_pace():
+    # A validation right after each mark (the pruner's rungs, 66 s and 198 s), for a trial of fast
+    # steps and one of slow steps whose first interval (the pace's probe, 200 steps: 180 s) would pass
+    # the first: within a step and a validation of the mark, not an interval later.
+    for pace in (0.05, 0.9):
+        stamps = _validations(pace, marks=(66, 198))
+        for mark in (66, 198):
+            first = min(second for second in stamps if second >= mark)
+            assert first <= mark + pace + 2.0 + 0.1, (pace, mark, stamps)
+        assert 600.0 <= stamps[-1] <= 600.0 + pace + 2.0 + 0.1
+    # Without marks the slow trial's first validation is at the end of its probe, 182 s.
+    assert _validations(0.9)[0] == 182.0
+    # A validation stamped just short of a mark (its int below it) while the clock has passed it by
+    # the time the plan asks: the mark stays due, and the next interval ends after one step.
+    stamps = _validations(0.3, marks=(66,), validation=5.5, stamp_lag=0.6)
+    assert 65.0 <= stamps[0] < 66.0                  # the probe: 60 s of steps and 5.5 s of validation
+    assert 66.0 <= stamps[1] <= 66.0 + 0.3 + 5.5 + 0.7
+
+
 @pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("45s", 45),
                                            ("5400", 5400), ("1.5h", 5400)])
 def test_durations(text, seconds):

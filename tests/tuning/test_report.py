@@ -1,5 +1,5 @@
 """The study's figures draw each trial's whole validation curve from its run folder, the warm-up's
-validations included, beside the points the pruner was given."""
+validations included, beside the points the pruner judged it on."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 
 import optuna
 
-from bert4rec_tf.tuning.report import _curve, write_report
+from bert4rec_tf.tuning.report import _curve, judged_seconds, write_report
+from bert4rec_tf.tuning.study import new_settings, rung_seconds
 
 METRIC = "pop/NDCG@10"
 
@@ -31,5 +32,21 @@ def test_a_trials_curve_is_its_best_so_far_at_every_validation_warm_up_included(
     study = optuna.create_study(direction="maximize")
     study.add_trial(done)
     study.add_trial(lost)
-    paths = write_report(str(tmp_path), study)
+    paths = write_report(str(tmp_path), study, 66)
     assert [path.rsplit("/", 1)[-1] for path in paths] == ["tuning.png"]  # one completed trial: no importance
+
+
+def test_a_trial_is_judged_at_each_rung_on_its_first_report_there():
+    assert judged_seconds({30: 0.1, 70: 0.2, 150: 0.3, 250: 0.4}, 66) == [70, 250]  # rungs 66 and 198
+    assert judged_seconds({300: 0.4, 320: 0.5}, 66) == [300]  # one late report serves rungs 66 and 198
+    assert judged_seconds({30: 0.1}, 66) == []                # stopped before the first rung: never judged
+    assert judged_seconds({66: 0.1, 198: 0.2, 594: 0.3}, 66) == [66, 198, 594]
+
+
+def test_the_rungs_a_trial_validates_at_stop_short_of_its_end():
+    def settings(trial_budget, min_resource=None):
+        return new_settings("beauty", "bpr_mf", None, "cpu-30m", 3600.0, trial_budget, min_resource=min_resource)
+
+    assert rung_seconds(settings(600.0)) == [66, 198]         # the third rung, 594 s, is the trial's end
+    assert rung_seconds(settings(600.0, 100.0)) == [100, 300]
+    assert rung_seconds(settings(6.0)) == [1, 3]              # at least a second

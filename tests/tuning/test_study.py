@@ -44,17 +44,24 @@ def test_a_study_runs_its_budget_and_writes_its_choice(planted, tmp_path):
     study = optuna.load_study(study_name="beauty-bpr_mf-default", storage=f"sqlite:///{tmp_path}/study.db")
     trials = study.get_trials()
     assert done["spent_seconds"] >= 18.0 and len(trials) >= 3
-    reported = warming = 0
-    for trial in trials:  # every trial is a run folder whose curve after the warm-up gave the pruner its reports
+    warming = at_marks = 0
+    for trial in trials:  # every trial is a run folder whose curve gave the pruner its reports
         folder = tmp_path / trial.user_attrs["folder"]
         curve = json.load(open(folder / "validation.json"))
         warmup = json.load(open(folder / "config.json"))["train"]["warmup_steps"]
-        assert sorted(trial.intermediate_values) == sorted({int(point["seconds"]) for point in curve
-                                                            if point["step"] > warmup})
-        reported += len(trial.intermediate_values)
+        assert sorted(trial.intermediate_values) == sorted({int(point["seconds"]) for point in curve})
         warming += sum(point["step"] <= warmup for point in curve)
+        if trial.state == optuna.trial.TrialState.PRUNED:  # never stopped in its warm-up
+            assert curve[-1]["step"] > warmup
+        # Validations also fall at the rungs' seconds (1 s and 3 s here): intervals end off the
+        # eval_every grid before the last (which the trial budget cuts); each judgement is at or past its rung.
+        at_marks += any(point["step"] % 100 for point in curve[:-1])
+        assert all(second >= rung for second, rung in zip(trial.user_attrs.get("judged", []), (1, 3, 9)))
         assert not (folder / "results.json").exists()  # the test was never read
-    assert reported and warming  # some validations fell in the warm-up (not reported), some after it
+    assert warming and at_marks  # some validations fell in the warm-up, some intervals were cut at a rung
+    ended = [trial for trial in trials
+             if trial.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
+    assert done["at_rungs"]["judged"] >= len(ended)  # every ended trial was judged at its first rung at least
     # the first trial is the recipe's settings: the choice never validates below them
     assert trials[0].params == tuning.starting_point_of(_settings())[0] and trials[0].user_attrs["start"] == "recipe"
     if trials[0].state == optuna.trial.TrialState.COMPLETE:
