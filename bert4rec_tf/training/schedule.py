@@ -138,10 +138,11 @@ class IntervalPlan:
         state, train = self.state, self.train
         # A mark is validated at once a validation's seconds, as reported (whole seconds), reach it;
         # one whose validation fell just short stays due, and the next interval ends after a step.
-        curve = state.get("curve") or []
-        last = curve[-1].get("seconds") if curve else state.get("seconds")
-        if last is not None:
-            self.pending = [mark for mark in self.pending if int(last) < mark]
+        if self.pending:
+            curve = state.get("curve") or []
+            last = curve[-1].get("seconds") if curve else state.get("seconds")
+            if last is not None:
+                self.pending = [mark for mark in self.pending if int(last) < mark]
         if self.stopped():
             return 0
         if not train.time_budget:

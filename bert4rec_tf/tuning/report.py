@@ -9,12 +9,11 @@ import math
 import os
 
 from bert4rec_tf.constants import SELECTION_METRIC
-from bert4rec_tf.tuning.trials import REDUCTION
 
 
-def write_report(study_dir: str, study, first_rung: int) -> list[str]:
+def write_report(study_dir: str, study, rungs: list[int]) -> list[str]:
     """Writes tuning.png (and importance.png once two trials completed) in `study_dir`; returns the
-    paths. `first_rung`: the pruner's first rung in seconds (the points each trial was judged on)."""
+    paths. `rungs`: the pruner's rungs in seconds (where each trial was judged)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,7 +51,7 @@ def write_report(study_dir: str, study, first_rung: int) -> list[str]:
                            label=None if pruned else f"trial {trial.number}{recipe}", **style)
         # The reports it was judged on, as the trial kept them (older trials: as the pruner's rule gives them).
         judged = [second for second in dict.fromkeys(trial.user_attrs.get("judged", []))
-                  if second in trial.intermediate_values] or judged_seconds(trial.intermediate_values, first_rung)
+                  if second in trial.intermediate_values] or judged_seconds(trial.intermediate_values, rungs)
         right.plot([second / 60 for second in judged], [trial.intermediate_values[second] for second in judged],
                    linestyle="none", marker="x" if pruned else ".", color=line.get_color(), alpha=line.get_alpha())
     right.set(xlabel="trial's time (minutes)", ylabel=f"best validation {metric} so far",
@@ -82,21 +81,20 @@ def write_report(study_dir: str, study, first_rung: int) -> list[str]:
     return paths
 
 
-def judged_seconds(reports: dict[int, float], first_rung: int) -> list[int]:
-    """The reports (seconds) a successive-halving pruner with rungs at `first_rung`, 3x, 9x ... seconds
-    judged a trial on: for each rung the trial reached, its first report at or past it (one report may
-    serve several rungs).
+def judged_seconds(reports: dict[int, float], rungs: list[int]) -> list[int]:
+    """The reports (seconds) a successive-halving pruner with `rungs` (seconds) judged a trial on: for
+    each rung the trial reached, its first report at or past it (one report may serve several rungs).
 
-    Example: judged_seconds({30: 0.1, 70: 0.2, 150: 0.3, 250: 0.4}, 66) == [70, 250] (rungs 66 and 198).
+    Example: judged_seconds({30: 0.1, 70: 0.2, 150: 0.3, 250: 0.4}, [66, 198, 594]) == [70, 250].
     """
-    reported, judged, rung = sorted(reports), [], first_rung
-    while True:
-        past = [second for second in reported if second >= rung]
+    judged = []
+    for rung in rungs:
+        past = [second for second in sorted(reports) if second >= rung]
         if not past:
-            return judged
+            break
         if past[0] not in judged:
             judged.append(past[0])
-        rung *= REDUCTION
+    return judged
 
 
 def _curve(study_dir: str, trial, metric: str) -> tuple[list[float], list[float]]:

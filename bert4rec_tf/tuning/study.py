@@ -47,7 +47,7 @@ from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.tasks import task_of_preset
 from bert4rec_tf.tuning.space import (Derived, SearchSpace, around, check_space, starting_point, suggest,
                                       without_fixed)
-from bert4rec_tf.tuning.trials import REDUCTION, original_number, spent_seconds
+from bert4rec_tf.tuning.trials import original_number, spent_seconds
 
 # Heartbeats of running trials, and how old one may be before its trial counts as dead.
 HEARTBEAT_SECONDS = 5
@@ -241,6 +241,10 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
 def _plain(value: Any) -> Any:
     """A sampled value as JSON keeps it (NumPy scalars to Python's)."""
     return value.item() if hasattr(value, "item") else value
+
+
+# The successive-halving pruner's reduction factor: a third of the trials at a rung go on to the next.
+REDUCTION = 3
 
 
 def _first_rung(settings: StudySettings) -> int:
@@ -518,5 +522,5 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
     path = write_best(study_dir, settings, study)
     if path is None:
         raise ValueError(f"no trial of {study_dir} completed; see its trials/ folders")
-    figures = write_report(study_dir, study, _first_rung(settings))
+    figures = write_report(study_dir, study, rung_seconds(settings, within_trial=False))
     return {**summary(study, settings), "best_flags": path, "figures": figures}

@@ -3,9 +3,6 @@ it), and the study's time is counted once per folder."""
 
 from __future__ import annotations
 
-# The successive-halving pruner's reduction factor: a third of the trials at a rung go on to the next.
-REDUCTION = 3
-
 
 def original_number(trial) -> int:
     """The number of the trial whose run folder `trial` (an Optuna `FrozenTrial`) trains in: its own,

@@ -32,15 +32,16 @@ def test_a_trials_curve_is_its_best_so_far_at_every_validation_warm_up_included(
     study = optuna.create_study(direction="maximize")
     study.add_trial(done)
     study.add_trial(lost)
-    paths = write_report(str(tmp_path), study, 66)
+    paths = write_report(str(tmp_path), study, [66, 198, 594])
     assert [path.rsplit("/", 1)[-1] for path in paths] == ["tuning.png"]  # one completed trial: no importance
 
 
 def test_a_trial_is_judged_at_each_rung_on_its_first_report_there():
-    assert judged_seconds({30: 0.1, 70: 0.2, 150: 0.3, 250: 0.4}, 66) == [70, 250]  # rungs 66 and 198
-    assert judged_seconds({300: 0.4, 320: 0.5}, 66) == [300]  # one late report serves rungs 66 and 198
-    assert judged_seconds({30: 0.1}, 66) == []                # stopped before the first rung: never judged
-    assert judged_seconds({66: 0.1, 198: 0.2, 594: 0.3}, 66) == [66, 198, 594]
+    rungs = [66, 198, 594]
+    assert judged_seconds({30: 0.1, 70: 0.2, 150: 0.3, 250: 0.4}, rungs) == [70, 250]  # rungs 66 and 198
+    assert judged_seconds({300: 0.4, 320: 0.5}, rungs) == [300]  # one late report serves rungs 66 and 198
+    assert judged_seconds({30: 0.1}, rungs) == []                # stopped before the first rung: never judged
+    assert judged_seconds({66: 0.1, 198: 0.2, 594: 0.3}, rungs) == [66, 198, 594]
 
 
 def test_the_rungs_a_trial_validates_at_stop_short_of_its_end():
