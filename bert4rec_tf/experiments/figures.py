@@ -119,16 +119,17 @@ def curves_figure(records: list[dict], path: str, metrics: tuple[str, ...] = ("p
     figure, axes = plt.subplots(len(rows), columns, figsize=(6 * columns, 4 * len(rows)), squeeze=False)
     for row, dataset in enumerate(rows):
         mine = [panel for panel in panels if panel[0] == dataset]
+        # Steps of runs whose lengths differ by more than ten times (400,000 of BPR-MF, 5,000 of a
+        # Transformer in the same hour) on a log axis, or the short runs are a vertical line at 0; one
+        # scale for a data set's panels, also when a run lacks one panel's metric (NCF's full ranking).
+        ends = [max(positions) for *_, lines, _ in mine for _, positions, _ in lines if positions]
+        log_steps = x != "minutes" and min(ends) > 0 and max(ends) / min(ends) > 10
         for column in range(columns):
             axis = axes[row][column]
             if column >= len(mine):
                 axis.set_visible(False)
                 continue
             _, metric, lines, flat = mine[column]
-            # Steps of runs whose lengths differ by more than ten times (400,000 of BPR-MF, 5,000 of a
-            # Transformer in the same hour) on a log axis, or the short runs are a vertical line at 0.
-            ends = [max(positions) for _, positions, _ in lines if positions]
-            log_steps = x != "minutes" and min(ends) > 0 and max(ends) / min(ends) > 10
             for label, positions, values in lines:
                 if log_steps:
                     kept = [index for index, position in enumerate(positions) if position > 0]

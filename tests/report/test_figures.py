@@ -154,6 +154,12 @@ def test_steps_of_runs_of_very_different_lengths_are_drawn_on_a_log_axis(monkeyp
                           str(tmp_path / "near.png"), x="step")
     figures.curves_figure(long, str(tmp_path / "minutes.png"))  # time: always linear
     assert scales == []
+    # On 2026-12-06 Beauty's full-ranking panel was linear: NCF, the longest run, has no full-ranking
+    # curve. A data set's panels share one scale.
+    no_full = [{"step": step, "pop/NDCG@10": 0.1} for step in (0, 50_000, 100_000)]
+    figures.curves_figure([_record("beauty", "ncf", no_full), _record("beauty", "bpr-mf", stepped(90_000)),
+                           _record("beauty", "bert4rec", stepped(9_000))], str(tmp_path / "shared.png"), x="step")
+    assert scales == ["log", "log"]
 
 
 def test_a_tuned_row_is_drawn_in_its_untuned_rows_colour_dashed():
