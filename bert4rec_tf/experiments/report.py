@@ -298,10 +298,12 @@ def _tuning_table(records: list[dict]) -> list[str]:
              "study older than the schedule setting decayed at the trial budget). Judged past the rungs: how many "
              "seconds after the pruner's rung each judgement of a trial came (trials validate at the rungs; a study "
              "of older code did not, judged a trial at its first validation past a rung, for a trial of slow steps "
-             "minutes later, and kept no record of it):", "",
+             "minutes later, and kept no record of it). In warm-up: whether the pruner could stop a trial whose "
+             "learning rate was still warming up (judged), or spared it there (spared: the older rule, under which "
+             "a setting of slow steps could not be stopped at an early rung):", "",
              "| run | budget | trial budget | schedule | trial time | wall time | trials | judged past the rungs | "
-             "the recipe's trial | best validation | chosen settings |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "in warm-up | the recipe's trial | best validation | chosen settings |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for record in tuned:
         study = record["tuning"]
         best = study.get("best", {})
@@ -313,7 +315,8 @@ def _tuning_table(records: list[dict]) -> list[str]:
         value = f"{best['value']:.4f}" if "value" in best else ""
         lines.append(f"| {record['run']} | {minutes['budget']} | {minutes['trial_budget']} | "
                      f"{minutes['schedule_budget']} | {minutes['spent_seconds']} | {minutes['wall_seconds']} | {trials} | "
-                     f"{_rungs_text(study.get('at_rungs'))} | {_start_text(study.get('start'))} | {value} | {chosen} |")
+                     f"{_rungs_text(study.get('at_rungs'))} | {'judged' if study.get('stop_in_warmup') else 'spared'} | "
+                     f"{_start_text(study.get('start'))} | {value} | {chosen} |")
     return lines + [""]
 
 

@@ -11,14 +11,16 @@ chose: the first `trial_budget` seconds (`train.stop_after`) of a run of the tes
 (`schedule_budget`, `train.time_budget`), so that its learning rate follows the schedule the chosen
 configuration will train with, not one that decays to 0 at the end of the trial. After each
 validation it reports its best validation score (`SELECTION_METRIC`) to Optuna at its seconds of
-training and validation so far, and the successive-halving pruner may stop it there once its
-learning-rate warm-up is over: the budget is the fidelity (rungs at `min_resource`, 3x, 9x ...
-seconds, `rung_seconds`). A trial also validates at each rung's seconds, so that at a rung every
-trial is judged on what it reached in the same time: Optuna's pruner judges a rung on the first
-report at or past it, which with validations every `eval_every` steps could be minutes later for a
-trial of slow steps than for one of fast steps. A trial still in its warm-up at a rung is not stopped
-there (every trial is near its start then, and stopping it would be stopping it on noise), but its
-value there counts among the rung's. The test is never read: the study chooses on validation only.
+training and validation so far, and the successive-halving pruner may stop it at a rung: the
+budget is the fidelity (rungs at `min_resource`, 3x, 9x ... seconds, `rung_seconds`). A trial also
+validates at each rung's seconds, so that at a rung every trial is judged on what it reached in the
+same time: Optuna's pruner judges a rung on the first report at or past it, which with validations
+every `eval_every` steps could be minutes later for a trial of slow steps than for one of fast
+steps. A trial is judged at a rung whether or not its learning rate is still warming up
+(`stop_in_warmup`): the budget is time, and a setting whose steps are so slow that it is still
+warming at a rung has reached less in that time. Studies made before this (their study.json
+without the field) spared a warming trial, and keep that rule when they go on. The test is never
+read: the study chooses on validation only.
 
 What survives a kill: Optuna's database storage with heartbeats. A trial whose process died stops
 beating; once its heartbeat is older than `GRACE_SECONDS` Optuna marks it failed and queues a copy of
@@ -76,6 +78,9 @@ class StudySettings:
         seed: every trial's data seed (None: the preset's); the sampler is seeded from it too.
         eval_every: steps between a trial's validations (its reports to the pruner), besides the rungs' ones.
         min_resource: the first rung of the pruner, in seconds (default: a ninth of the trial budget).
+        stop_in_warmup: whether the pruner may stop a trial still in its learning-rate warm-up
+            (`warmup_steps`). A new study's is True; False is the older rule, which spared such a
+            trial (that of a study.json without the field).
     """
 
     dataset: str
@@ -90,6 +95,7 @@ class StudySettings:
     min_resource: float | None = None
     space: dict[str, str] = dataclasses.field(default_factory=dict)
     schedule_budget: float | None = None
+    stop_in_warmup: bool = False
 
     @property
     def schedule(self) -> float:
@@ -127,7 +133,8 @@ def study_storage(study_dir: str, storage: str | None):
 
 def bind(study_dir: str, settings: StudySettings) -> StudySettings:
     """Writes study.json for a new study folder, or checks that an existing one is this study (its
-    recorded budget may be raised: a larger `budget` tunes on).
+    recorded budget may be raised: a larger `budget` tunes on). An existing study keeps the pruning
+    rule it was made with (`stop_in_warmup`), which the returned settings carry.
 
     Raises:
         ValueError: one line naming the first binding field that differs.
@@ -139,6 +146,7 @@ def bind(study_dir: str, settings: StudySettings) -> StudySettings:
             if recorded.get(key) != dataclasses.asdict(settings)[key]:
                 raise ValueError(f"{study_dir} holds another study: its {key} is {recorded.get(key)!r}, this command's "
                                  f"{dataclasses.asdict(settings)[key]!r}; use another --study_dir")
+        settings = dataclasses.replace(settings, stop_in_warmup=bool(recorded.get("stop_in_warmup", False)))
     os.makedirs(study_dir, exist_ok=True)
     write_json_atomic(path, dataclasses.asdict(settings))
     return settings
@@ -200,8 +208,8 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
             second = int(point.get("seconds", 0.0))
             # One report a second (Optuna's steps are integers: a second validation within the same
             # second would only be warned about and ignored). The pruner judges a rung on the first
-            # report at or past it and records the value there; while the learning rate warms up
-            # every trial is still near its start, so a trial is not stopped then.
+            # report at or past it and records the value there. A trial still warming up is judged
+            # too, unless the study is of the older rule that spared it (`stop_in_warmup`).
             if math.isfinite(best["value"]) and second not in reported:
                 trial.report(best["value"], step=second)
                 reported.add(second)
@@ -213,7 +221,7 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
                 done = sum(key.startswith("completed_rung_") for key in _frozen(trial).system_attrs)
                 judged.extend([second] * (done - len(judged)))
                 trial.set_user_attr("judged", judged)
-            return stop and not warming
+            return stop and (settings.stop_in_warmup or not warming)
 
         keras.backend.clear_session()
         try:
@@ -314,9 +322,11 @@ def _serialised_pops(study, study_dir: str):
 def run_worker(study_dir: str, settings: StudySettings, storage: str | None, data_dir: str | None,
                source_file: str | None, encoding: str | None, worker: int = 0) -> None:
     """Runs trials of the study until its budget is spent, then waits for the trials other processes
-    run (a dead one is failed after `GRACE_SECONDS` and its retry run here)."""
+    run (a dead one is failed after `GRACE_SECONDS` and its retry run here). The study folder is
+    bound first (`bind`), so that a worker judges by the study's own pruning rule."""
     optuna = _optuna()
 
+    settings = bind(study_dir, settings)
     study = open_study(study_dir, settings, storage, worker)
     objective = make_objective(study_dir, settings, data_dir, source_file, encoding)
     states = optuna.trial.TrialState
@@ -367,7 +377,8 @@ def summary(study, settings: StudySettings | None = None) -> dict:
     """Counts of the study's trials by state, the trials' seconds (`spent_seconds`) and the wall time
     from the first trial's start to the last one's end, the budgets of `settings`, how the recipe's
     trial ended ("start": its number, state and value), the best trial's number, value and
-    settings, and how many seconds past its rung each judgement of a trial was ("at_rungs": their
+    settings, whether a trial could be stopped in its warm-up ("stop_in_warmup"), and how many
+    seconds past its rung each judgement of a trial was ("at_rungs": their
     count, median and maximum; trials of older code, which did not validate at the rungs and could
     be judged minutes past one, kept no record of it)."""
     optuna = _optuna()
@@ -379,7 +390,8 @@ def summary(study, settings: StudySettings | None = None) -> dict:
     wall = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
     best = best_trial(study)
     budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget,
-                                           "schedule_budget": settings.schedule}
+                                           "schedule_budget": settings.schedule,
+                                           "stop_in_warmup": settings.stop_in_warmup}
     # The recipe's trial (`enqueue_start`) as it ended: a retry of it ends where its original did not.
     starts = [trial for trial in trials if trial.user_attrs.get("start") == "recipe" and trial.state.is_finished()]
     start = next((trial for trial in reversed(starts) if trial.state != optuna.trial.TrialState.FAIL),
@@ -429,7 +441,7 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
         raise ValueError(f"--schedule_budget ({cli.format_duration(schedule_budget)}) must be at least the "
                          f"--trial_budget ({cli.format_duration(trial_budget)})")
     settings = StudySettings(dataset, model, loss, recipe, float(budget), float(trial_budget), list(overrides),
-                             seed, eval_every, min_resource, {}, schedule_budget)
+                             seed, eval_every, min_resource, {}, schedule_budget, stop_in_warmup=True)
     config = start_config(settings, encoding)
     check_space(task.search_space(model), config)
     space = searched(settings, config)
@@ -508,7 +520,7 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
 
     from bert4rec_tf.data.prepare import prepare
 
-    bind(study_dir, settings)
+    settings = bind(study_dir, settings)
     # The data is prepared once, before any trial: a bad file is one error here, not a failed trial each.
     prepare(start_config(settings, encoding).data, data_dir, source_file)
     study = open_study(study_dir, settings, storage)

@@ -115,13 +115,14 @@ def test_the_report_lists_each_studys_budget_trials_and_choice_and_orders_the_tu
     lines = _tuning_table([{"run": "beauty-sasrec-bce-tuned", "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}},
                            {"run": "beauty-sasrec-bce"}])
     assert lines[-2] == ("| beauty-sasrec-bce-tuned | 60 min | 10 min | 10 min | 62 min | 65 min | 2 complete, "
-                         "7 pruned | not recorded | none | 0.2000 | hidden_size 32, learning_rate 0.002 |")
+                         "7 pruned | not recorded | spared | none | 0.2000 | hidden_size 32, learning_rate 0.002 |")
     assert len(lines) == 8  # the untuned run has no study; the study predates the schedule and the rungs' record
     later = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "schedule_budget": 3600.0,
                                                    "start": {"number": 0, "state": "complete", "value": 0.18},
-                                                   "at_rungs": {"judged": 14, "median": 3.0, "max": 11}}}])
+                                                   "at_rungs": {"judged": 14, "median": 3.0, "max": 11},
+                                                   "stop_in_warmup": True}}])
     assert later[-2].startswith("| r | 60 min | 10 min | 60 min | 62 min | 65 min | 2 complete, 7 pruned | "
-                                "3 s median, 11 s at most | 0.1800 (trial 0) | 0.2000 |")
+                                "3 s median, 11 s at most | judged | 0.1800 (trial 0) | 0.2000 |")
     pruned = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "start": {"number": 0, "state": "pruned", "value": 0.1}}}])
     assert "| 0.1000 (trial 0, pruned) |" in pruned[-2]
 

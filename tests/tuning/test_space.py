@@ -1,15 +1,21 @@
 """Search spaces and the study's bookkeeping, without training: every preset's space is made of
 settings its family has, the sampled and derived values are what the space says, a retried trial's
-time is counted once, a study folder is bound to its study, and best.flags is a flag file that
-`bert4rec-train` takes."""
+time is counted once, a study folder is bound to its study and keeps its warm-up rule, a trial in
+its warm-up is stopped unless its study is of the rule that spared it, and best.flags is a flag
+file that `bert4rec-train` takes."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
 
 import optuna
 import pytest
 
 from bert4rec_tf import cli
 from bert4rec_tf.config import ExperimentConfig
+from bert4rec_tf.constants import SELECTION_METRIC
+from bert4rec_tf.training import trainer
 from bert4rec_tf.tasks import TASKS, preset_names, task_of_preset
 from bert4rec_tf.tuning import study as tuning
 from bert4rec_tf.tuning.space import Choice, Derived, Float, Int, around, check_space, starting_point, suggest
@@ -111,6 +117,48 @@ def test_a_study_folder_is_bound_to_its_study(tmp_path):
     with pytest.raises(ValueError, match="holds another study: its schedule_budget is 1800.0"):
         tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60,
                                                        schedule_budget=3600))
+
+
+def test_a_study_keeps_the_warm_up_rule_it_was_made_with(tmp_path):
+    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60)
+    assert tuning.bind(str(tmp_path / "new"), settings).stop_in_warmup  # a new study judges warming trials
+    older = tmp_path / "older"
+    tuning.bind(str(older), settings)
+    recorded = json.load(open(older / "study.json"))
+    del recorded["stop_in_warmup"]  # as a study made before the field was
+    json.dump(recorded, open(older / "study.json", "w"))
+    bound = tuning.bind(str(older), settings)
+    assert not bound.stop_in_warmup and not json.load(open(older / "study.json"))["stop_in_warmup"]
+    assert not tuning.load_settings(str(older)).stop_in_warmup
+
+
+class _Stop(Exception):
+    pass
+
+
+class _AlwaysPrune(optuna.pruners.BasePruner):
+    def prune(self, study, trial) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("stop_in_warmup", [True, False])
+def test_a_trial_in_its_warm_up_is_stopped_unless_its_study_spares_it(tmp_path, monkeypatch, stop_in_warmup):
+    settings = dataclasses.replace(
+        tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60, ["warmup_steps=100"]),
+        stop_in_warmup=stop_in_warmup)
+    decisions = []
+
+    def train(config, folder, data_dir, source_file, on_validation, **kwargs):
+        for step in (50, 100, 150):  # the pruner would stop the trial at each of these validations
+            point = {"step": step, "seconds": step / 10, "/".join(SELECTION_METRIC): 0.1}
+            decisions.append((step, on_validation(point)))
+        raise _Stop
+
+    monkeypatch.setattr(trainer, "train_and_evaluate", train)
+    study = optuna.create_study(direction="maximize", pruner=_AlwaysPrune())
+    with pytest.raises(_Stop):
+        tuning.make_objective(str(tmp_path), settings, None, None, None)(study.ask())
+    assert decisions == [(50, stop_in_warmup), (100, stop_in_warmup), (150, True)]
 
 
 def test_best_flags_are_a_flag_file_of_bert4rec_train(tmp_path):
