@@ -73,11 +73,19 @@ def stale_fields(record: dict, settings: list[str]) -> list[str]:
 
 
 def own_record(results_dir: str, experiment: str, run: Run, settings: list[str]) -> dict | None:
-    """The stored record of `run` made with these `settings` (current or stale), else None."""
+    """The stored record of `run` made with these `settings`, or with flags that resolve to the same
+    (`resolved_settings`: `--time_budget 1h` beside a recipe whose budget is an hour), current or
+    stale; else None."""
     path = record_path(results_dir, experiment, run)
     if os.path.isfile(path):
         record = read_json(path, "run record")
-        if record.get("version") == RECORD_VERSION and record.get("settings") == settings:
+        if record.get("version") != RECORD_VERSION:
+            return None
+        theirs = record.get("settings")
+        if theirs == settings:
+            return record
+        mine = resolved_settings(settings) if theirs else None
+        if mine is not None and resolved_settings(theirs) == mine:
             return record
     return None
 

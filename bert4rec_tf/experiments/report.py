@@ -171,7 +171,8 @@ def weights_tested(records: list[dict]) -> str:
 
 
 def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
-                 figures: list[str], notes: str | None = None) -> list[dict]:
+                 figures: list[str], notes: str | None = None,
+                 other_flags: dict[str, list[str]] | None = None) -> list[dict]:
     """Writes `<folder>/<name>.csv` (every column) and `<name>.md` from the `records` of the finished
     `runs`; returns the rows.
 
@@ -179,7 +180,9 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
     numbers and where the papers' orders of two runs hold, then every run's metrics; then the
     figures, the discussion (`notes`, quoted from `<experiment>/notes.md` when given) and, last,
     where each run comes from (commit, date, machine, cores, settings and the commands, as
-    `portable_command` writes them)."""
+    `portable_command` writes them). `other_flags`: for a run not finished here whose record was
+    made with other flags, how they differ (`settings_changes`): it is named as recorded with other
+    flags, not as not finished."""
     rows = report_rows(records)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
@@ -193,9 +196,19 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
              "beside the published numbers where a paper has them; then the figures, the discussion and, last, "
              "where each run comes from (its commit, machine, cores, date, settings and command). Written by "
              "`bert4rec-reproduce` from the records of the finished runs.", ""]
-    missing = [run.name for run in runs if run.name not in finished]
+    other_flags = {name: changes for name, changes in (other_flags or {}).items() if changes and name not in finished}
+    missing = [run.name for run in runs if run.name not in finished and run.name not in other_flags]
     if missing:
         lines += [f"Not finished yet: {', '.join(missing)}. Re-run the command to continue.", ""]
+    if other_flags:
+        # Runs recorded by another command: grouped by how its flags differ (usually one difference).
+        groups: dict[str, list[str]] = {}
+        for run in runs:
+            if run.name in other_flags:
+                groups.setdefault("; ".join(other_flags[run.name]), []).append(run.name)
+        lines += [f"Recorded with other flags than this command's, so not in this report (the command in each "
+                  f"record reports it; this one trains them again): {', '.join(names)} ({changes})."
+                  for changes, names in groups.items()] + [""]
     earlier = [record for record in records if record.get("earlier_configuration")]
     if earlier:
         fields = sorted({field for record in earlier for field in record["earlier_configuration"]})

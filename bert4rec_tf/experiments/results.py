@@ -19,7 +19,7 @@ from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
 from bert4rec_tf.experiments.plans import EXPERIMENTS, SWEEPS, plan
 from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
-                                             shared_record, stale_fields)
+                                             settings_changes, shared_record, stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
 from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
 
@@ -171,7 +171,10 @@ def write_reports(args: argparse.Namespace, runs, settings: dict[str, list[str]]
     records = collect_records(args, runs, settings, command, tuning)
     rows = report_rows(records)
     figures = [] if args.no_figures or not rows else figures_of(args, args.out, records, rows)
-    write_report(args.out, "report", args.experiment, runs, records, figures)
+    finished = {record["run"] for record in records}
+    other_flags = {run.name: settings_changes(args.results_dir, args.experiment, run, settings[run.name])
+                   for run in runs if args.results_dir and run.name not in finished}
+    write_report(args.out, "report", args.experiment, runs, records, figures, other_flags=other_flags)
     if args.results_dir:
         # The same records make the same figures: copied, not drawn again (the attention figure runs
         # the model). An attention figure kept from an earlier session stays when none is drawn here.
@@ -191,7 +194,8 @@ def write_reports(args: argparse.Namespace, runs, settings: dict[str, list[str]]
         if os.path.isfile(notes):
             with open(notes, encoding="utf-8") as handle:
                 text = handle.read()
-        write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies, notes=text)
+        write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies, notes=text,
+                     other_flags=other_flags)
 
 
 def report_datasets(asked: list[str], recorded: list[str]) -> list[str]:

@@ -143,6 +143,43 @@ def test_a_record_of_other_flags_is_described_by_the_flags_that_differ(tmp_path)
     assert settings_changes(str(tmp_path), "table2", Run("beauty", "pop", "pop"), base) == []  # no record
 
 
+def test_a_record_counts_for_flags_that_resolve_alike_and_other_flags_are_named_not_unfinished(tmp_path):
+    """A command whose flags resolve to its records' (`--time_budget 1h` beside the recipe cpu-1h's own
+    hour) reports them; one whose flags differ (another budget) does not count them, and says why:
+    they are recorded with other flags, not unfinished."""
+    import argparse
+    from bert4rec_tf.experiments.records import RECORD_VERSION, record_path
+    from bert4rec_tf.experiments.results import write_reports
+    from bert4rec_tf.files import write_json_atomic
+    runs = [run for run in plan("table2", ["beauty"]) if run.setting in ("pop", "ncf", "fpmc")]
+    theirs = ["--dataset", "beauty", "--model", "MODEL", "--recipe", "cpu-1h"]
+    for run in runs[1:]:  # ncf and fpmc recorded; pop not
+        settings = [run.model if item == "MODEL" else item for item in theirs]
+        record = {**fake_record("beauty", run.setting, {"pop": {"HR@10": 0.18}}), "version": RECORD_VERSION,
+                  "experiment": "table2", "settings": settings}
+        path = record_path(str(tmp_path / "results"), "table2", run)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_json_atomic(path, record)
+    args = argparse.Namespace(experiment="table2", out=str(tmp_path / "out"), results_dir=str(tmp_path / "results"),
+                              no_figures=True)
+    os.makedirs(args.out)
+
+    def report(*flags: str) -> str:
+        write_reports(args, runs, {run.name: ["--dataset", "beauty", "--model", run.model, "--recipe", "cpu-1h", *flags]
+                                   for run in runs}, "bert4rec-reproduce table2")
+        text = (tmp_path / "results" / "table2.md").read_text(encoding="utf-8")
+        assert text == (tmp_path / "out" / "report.md").read_text(encoding="utf-8").replace("](", "](table2/")
+        return text
+
+    alike = report("--time_budget", "1h")
+    assert "2 of 3 runs finished" in alike and "Not finished yet: beauty-pop." in alike
+    assert "Recorded with other flags" not in alike
+    other = report("--time_budget", "30m")
+    assert "0 of 3 runs finished" in other and "Not finished yet: beauty-pop. Re-run" in other
+    assert ("Recorded with other flags than this command's, so not in this report (the command in each record "
+            "reports it; this one trains them again): beauty-ncf, beauty-fpmc (now also --time_budget 30m).") in other
+
+
 def test_a_record_of_an_earlier_configuration_is_reported_marked_until_its_run_trains_again(tmp_path):
     """Beauty's records made when every user was validated, before the recipes' `valid_users` 10,000:
     the report keeps them, each marked with the fields that differ, and the run that trains again
