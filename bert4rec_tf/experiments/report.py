@@ -172,7 +172,8 @@ def weights_tested(records: list[dict]) -> str:
 
 def write_report(folder: str, name: str, experiment: str, runs: list[Run], records: list[dict],
                  figures: list[str], notes: str | None = None,
-                 other_flags: dict[str, list[str]] | None = None) -> list[dict]:
+                 other_flags: dict[str, list[str]] | None = None,
+                 awaiting_study: list[str] | None = None) -> list[dict]:
     """Writes `<folder>/<name>.csv` (every column) and `<name>.md` from the `records` of the finished
     `runs`; returns the rows.
 
@@ -182,7 +183,8 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
     where each run comes from (commit, date, machine, cores, settings and the commands, as
     `portable_command` writes them). `other_flags`: for a run not finished here whose record was
     made with other flags, how they differ (`settings_changes`): it is named as recorded with other
-    flags, not as not finished."""
+    flags, not as not finished. `awaiting_study`: tuned runs of the plan whose study has chosen no
+    settings yet (so they are not among `runs`): counted in the plan's runs and named."""
     rows = report_rows(records)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
@@ -192,7 +194,7 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
 
     finished = {record["run"] for record in records}
     lines = [f"# Reproduction report: {experiment}", "",
-             f"{len(finished)} of {len(runs)} runs finished. Test metrics of {weights_tested(records)}, "
+             f"{len(finished)} of {len(runs) + len(awaiting_study or [])} runs finished. Test metrics of {weights_tested(records)}, "
              "beside the published numbers where a paper has them; then the figures, the discussion and, last, "
              "where each run comes from (its commit, machine, cores, date, settings and command). Written by "
              "`bert4rec-reproduce` from the records of the finished runs.", ""]
@@ -200,6 +202,9 @@ def write_report(folder: str, name: str, experiment: str, runs: list[Run], recor
     missing = [run.name for run in runs if run.name not in finished and run.name not in other_flags]
     if missing:
         lines += [f"Not finished yet: {', '.join(missing)}. Re-run the command to continue.", ""]
+    if awaiting_study:
+        lines += [f"Not tuned yet (their study has chosen no settings; the command with --tune_budget runs it, "
+                  f"then trains them): {', '.join(awaiting_study)}.", ""]
     if other_flags:
         # Runs recorded by another command: grouped by how its flags differ (usually one difference).
         groups: dict[str, list[str]] = {}

@@ -311,8 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         deadline = parse_deadline(args.deadline, time.time()) if args.deadline else None
         groups: list[list[int] | None] = core_groups(args.jobs, usable_cores()) if args.jobs > 1 else [None]
         # The report covers the whole plan of every data set asked for or already recorded.
-        reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args,
-                              recorded)[0]
+        # A tuned run whose study has chosen nothing yet is counted and named by the report, not left out.
+        reported, awaiting = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))),
+                                        args, recorded)
         # Every run the report reads: a plan whose settings cannot be resolved fails here.
         reported_settings = {run.name: _settings(run, args, sources) for run in reported}
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
@@ -384,8 +385,8 @@ def main(argv: list[str] | None = None) -> int:
             tune_studies(untuned, args, sources)
             order = [run.name for run in plan(args.experiment, datasets)]
             runs = sorted(runs + tuned_plan(untuned, args)[0], key=lambda run: order.index(run.name))
-            reported = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))), args,
-                                  recorded)[0]
+            reported, awaiting = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))),
+                                            args, recorded)
             reported_settings = {run.name: _settings(run, args, sources) for run in reported}
             for run in runs:
                 resolved_settings(_settings(run, args, sources), strict=True)
@@ -445,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     def report() -> None:
         write_reports(args, reported, reported_settings, command,
                       lambda run: study_summary(run, args) if run.tuned and os.path.isfile(
-                          os.path.join(study_dir(run, args), "summary.json")) else None)
+                          os.path.join(study_dir(run, args), "summary.json")) else None,
+                      awaiting_study=[run.name for run in awaiting])
 
     def trained(run) -> float:
         return trained_seconds(os.path.join(args.out, "runs", run.name))

@@ -164,17 +164,19 @@ def collect_records(args: argparse.Namespace, runs, settings: dict[str, list[str
 
 
 def write_reports(args: argparse.Namespace, runs, settings: dict[str, list[str]], command: str,
-                  tuning=None) -> None:
+                  tuning=None, awaiting_study: list[str] | None = None) -> None:
     """Writes `<out>/report.md` (with its figures) and, with --results_dir, `<results_dir>/<experiment>.md`
     (the same figures copied beside the records, and the hand-written `notes.md` quoted) from the
-    records of the finished `runs`."""
+    records of the finished `runs`. `awaiting_study`: the names of the plan's tuned runs whose study
+    has chosen no settings yet (they have none to report), counted and named as such."""
     records = collect_records(args, runs, settings, command, tuning)
     rows = report_rows(records)
     figures = [] if args.no_figures or not rows else figures_of(args, args.out, records, rows)
     finished = {record["run"] for record in records}
     other_flags = {run.name: settings_changes(args.results_dir, args.experiment, run, settings[run.name])
                    for run in runs if args.results_dir and run.name not in finished}
-    write_report(args.out, "report", args.experiment, runs, records, figures, other_flags=other_flags)
+    write_report(args.out, "report", args.experiment, runs, records, figures, other_flags=other_flags,
+                 awaiting_study=awaiting_study)
     if args.results_dir:
         # The same records make the same figures: copied, not drawn again (the attention figure runs
         # the model). An attention figure kept from an earlier session stays when none is drawn here.
@@ -195,7 +197,7 @@ def write_reports(args: argparse.Namespace, runs, settings: dict[str, list[str]]
             with open(notes, encoding="utf-8") as handle:
                 text = handle.read()
         write_report(args.results_dir, args.experiment, args.experiment, runs, records, copies, notes=text,
-                     other_flags=other_flags)
+                     other_flags=other_flags, awaiting_study=awaiting_study)
 
 
 def report_datasets(asked: list[str], recorded: list[str]) -> list[str]:

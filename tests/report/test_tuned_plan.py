@@ -259,3 +259,22 @@ def test_a_tuned_row_is_ordered_against_tuned_rows_only():
             row("bert4rec-tuned", 0.1518, 0.26)]
     pairs = {(pair["first"], pair["second"]) for pair in orderings(rows)}
     assert pairs == {("sasrec-ce", "bert4rec"), ("sasrec-ce-tuned", "bert4rec-tuned")}
+
+
+def test_the_report_counts_and_names_the_tuned_runs_whose_study_has_chosen_nothing_yet(tmp_path, monkeypatch):
+    """A tuned run without a study's choice has no settings to train, but it is part of the table: the
+    report counts it among the plan's runs and names it (on 2026-12-07 Beauty's report said "43 of
+    43 runs finished" with three tuned rows still waiting for their studies)."""
+    results = tmp_path / "results"
+    _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
+    assert _main(tmp_path, monkeypatch, "--results_dir", str(results), only="sasrec-bce-tuned") == 0
+    waiting = [f"beauty-{run.setting}" for run in plan("table2_tuned", ["beauty"])
+               if run.tuned and run.setting != "sasrec-bce-tuned"]
+    assert len(waiting) == 10
+    for report in (results / "table2_tuned.md", tmp_path / "out" / "report.md"):
+        text = report.read_text(encoding="utf-8")
+        assert "0 of 23 runs finished." in text  # POP, 11 untuned and 11 tuned rows: the train command is a stub
+        line = next(line for line in text.splitlines() if line.startswith("Not tuned yet"))
+        assert line.endswith(f"then trains them): {', '.join(waiting)}.")
+        unfinished = next(line for line in text.splitlines() if line.startswith("Not finished yet"))
+        assert "beauty-sasrec-bce-tuned" in unfinished and "beauty-bpr-mf-tuned" not in unfinished
