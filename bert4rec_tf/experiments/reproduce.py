@@ -39,6 +39,7 @@ import dataclasses
 import functools
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -52,7 +53,7 @@ from bert4rec_tf.experiments.records import own_record, read_record, run_status,
 from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, provenance_file, recorded_datasets,
                                              report_datasets, slower_cores, start_provenance, write_reports)
 from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs, trained_seconds
-from bert4rec_tf.files import read_json
+from bert4rec_tf.files import atomic_path, read_json
 from bert4rec_tf.tuning.study import BEST_FLAGS
 from bert4rec_tf.tasks import preset, recipe_overrides
 
@@ -128,6 +129,40 @@ def study_dir(run, args: argparse.Namespace) -> str:
     return os.path.join(args.studies or os.path.join(args.out, "studies"), f"{run.dataset}-{run.against}")
 
 
+# What a study's folder holds of its result that --results_dir keeps beside the records: the chosen
+# settings and the summary, so that the tuned run trains the same choice on a machine without the study.
+KEPT_STUDY_FILES = (BEST_FLAGS, "summary.json")
+
+
+def kept_study_dir(run, args: argparse.Namespace) -> str | None:
+    """The copy of the result of the study of the tuned `run` in --results_dir
+    (`<results_dir>/<experiment>/studies/<dataset>-<setting>`), or None without --results_dir."""
+    if not args.results_dir:
+        return None
+    return os.path.join(args.results_dir, args.experiment, "studies", f"{run.dataset}-{run.against}")
+
+
+def chosen_dir(run, args: argparse.Namespace) -> str:
+    """The study folder whose result the tuned `run` trains: its study's own once it has chosen, else
+    the copy kept in --results_dir when there is one (the study ran on another machine)."""
+    own, kept = study_dir(run, args), kept_study_dir(run, args)
+    if os.path.isfile(os.path.join(own, BEST_FLAGS)) or not kept or not os.path.isfile(os.path.join(kept, BEST_FLAGS)):
+        return own
+    return kept
+
+
+def keep_study(run, args: argparse.Namespace) -> None:
+    """Copies the result of the study of the tuned `run` (`KEPT_STUDY_FILES`) to `kept_study_dir`, each
+    file complete or absent; nothing without --results_dir or before the study has chosen."""
+    own, kept = study_dir(run, args), kept_study_dir(run, args)
+    if not kept or not all(os.path.isfile(os.path.join(own, name)) for name in KEPT_STUDY_FILES):
+        return
+    os.makedirs(kept, exist_ok=True)
+    for name in KEPT_STUDY_FILES:
+        with atomic_path(os.path.join(kept, name)) as temporary:
+            shutil.copyfile(os.path.join(own, name), temporary)
+
+
 # The lines of best.flags that must agree with the tuned run's own (flag name -> the Run's field).
 _STUDY_FLAGS = {"--dataset": "dataset", "--model": "model"}
 
@@ -139,7 +174,7 @@ def chosen_flags(run, args: argparse.Namespace) -> list[str] | None:
     Raises:
         ValueError: when the study tuned another data set, model, recipe or loss than the run trains.
     """
-    path = os.path.join(study_dir(run, args), BEST_FLAGS)
+    path = os.path.join(chosen_dir(run, args), BEST_FLAGS)
     if not os.path.isfile(path):
         return None
     with open(path, encoding="utf-8") as handle:
@@ -202,7 +237,7 @@ def recorded_choice(run, args: argparse.Namespace, sources: dict[str, str]) -> l
 
 def study_summary(run, args: argparse.Namespace) -> dict:
     """What the study of the tuned `run` spent and chose (its summary.json), with its folder's name."""
-    folder = study_dir(run, args)
+    folder = chosen_dir(run, args)
     path = os.path.join(folder, "summary.json")
     found = read_json(path, "study summary") if os.path.isfile(path) else {}
     return {"study": os.path.basename(folder), **found}
@@ -250,6 +285,7 @@ def tune_studies(untuned: list, args: argparse.Namespace, sources: dict[str, str
               f"{shlex.join(command[3:])}", flush=True)
         if run_study(command):
             raise ValueError(f"the study of {run.name} failed (its output is above); the same command continues it")
+        keep_study(run, args)
 
 
 def train_command(run, args: argparse.Namespace, sources: dict[str, str], resolve: bool = True) -> list[str]:
@@ -439,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"{os.path.join(args.out, 'runs', run.name)} is in use by {holder}: wait for it to end, "
                              "or give another --out")
         settings = _settings(run, args, sources)
+        if run.tuned:  # a study that chose in an earlier command: its result is kept too
+            keep_study(run, args)
         start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed,
                          study_summary(run, args) if run.tuned else None)
         return train_command(run, args, sources)

@@ -278,3 +278,38 @@ def test_the_report_counts_and_names_the_tuned_runs_whose_study_has_chosen_nothi
         assert line.endswith(f"then trains them): {', '.join(waiting)}.")
         unfinished = next(line for line in text.splitlines() if line.startswith("Not finished yet"))
         assert "beauty-sasrec-bce-tuned" in unfinished and "beauty-bpr-mf-tuned" not in unfinished
+
+
+def test_a_studys_choice_is_kept_beside_the_records_and_trained_where_the_study_is_not(tmp_path, monkeypatch, capsys):
+    """With --results_dir a study's best.flags and summary.json are copied to
+    <results_dir>/table2_tuned/studies/<dataset>-<setting>: on a machine without the study's folder the
+    tuned run trains that choice and nothing is tuned again (on 2026-12-07 a new machine had lost the
+    studies of the session before)."""
+    from bert4rec_tf.experiments import reproduce as script
+
+    results = tmp_path / "results"
+    commands = []
+
+    def tune(command):
+        commands.append(command)
+        _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
+        return 0
+
+    monkeypatch.setattr(script, "run_study", tune)
+    flags = ("--results_dir", str(results), "--tune_budget", "1h")
+    assert _main(tmp_path, monkeypatch, *flags) == 0 and len(commands) == 1
+    kept = results / "table2_tuned" / "studies" / "beauty-sasrec-bce"
+    assert (kept / "best.flags").read_text(encoding="utf-8") == CHOSEN
+    assert json.loads((kept / "summary.json").read_text(encoding="utf-8")) == SUMMARY
+
+    elsewhere = tmp_path / "elsewhere"  # another --out: no study folder, no run folder
+    assert _main(elsewhere, monkeypatch, *flags) == 0 and len(commands) == 1
+    provenance = json.loads((elsewhere / "out" / "runs" / "beauty-sasrec-bce-tuned" / "reproduce.json").read_text())
+    assert provenance["tuning"] == {"study": "beauty-sasrec-bce", **SUMMARY}
+    assert "hidden_size=32" in provenance["settings"]
+    # A study of its own, once it has chosen, comes first.
+    _write_study(elsewhere / "out" / "studies" / "beauty-sasrec-bce", CHOSEN.replace("hidden_size=32", "hidden_size=64"))
+    capsys.readouterr()
+    assert _main(elsewhere, monkeypatch, *flags, "--dry_run") == 0
+    line = [line for line in capsys.readouterr().out.splitlines() if "beauty-sasrec-bce-tuned" in line][0]
+    assert "hidden_size=64" in line and "hidden_size=32" not in line
