@@ -59,6 +59,21 @@ def _write_study(folder, flags=CHOSEN):
     (folder / "summary.json").write_text(json.dumps(SUMMARY), encoding="utf-8")
 
 
+def _fake_study(tmp_path, monkeypatch) -> list:
+    """The tuner replaced by one that writes CHOSEN as the study's result; the commands it was given."""
+    from bert4rec_tf.experiments import reproduce as script
+
+    commands = []
+
+    def tune(command):
+        commands.append(command)
+        _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
+        return 0
+
+    monkeypatch.setattr(script, "run_study", tune)
+    return commands
+
+
 def test_a_tuned_run_trains_its_studys_choice_and_without_a_study_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     assert _main(tmp_path, monkeypatch) == 1
     error = capsys.readouterr().err
@@ -88,16 +103,7 @@ def test_a_study_of_other_settings_than_the_run_is_refused(tmp_path, monkeypatch
 
 
 def test_the_tune_budget_runs_the_missing_study_first_with_the_runs_loss_and_overrides(tmp_path, monkeypatch, capsys):
-    from bert4rec_tf.experiments import reproduce as script
-
-    commands = []
-
-    def tune(command):
-        commands.append(command)
-        _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
-        return 0
-
-    monkeypatch.setattr(script, "run_study", tune)
+    commands = _fake_study(tmp_path, monkeypatch)
     assert _main(tmp_path, monkeypatch, "--tune_budget", "1h", "--trial_budget", "5m", "--seed", "12345") == 0
     assert len(commands) == 1
     assert commands[0][1:3] == ["-m", "bert4rec_tf.scripts.tune"]
@@ -285,17 +291,8 @@ def test_a_studys_choice_is_kept_beside_the_records_and_trained_where_the_study_
     <results_dir>/table2_tuned/studies/<dataset>-<setting>: on a machine without the study's folder the
     tuned run trains that choice and nothing is tuned again (on 2026-12-07 a new machine had lost the
     studies of the session before)."""
-    from bert4rec_tf.experiments import reproduce as script
-
     results = tmp_path / "results"
-    commands = []
-
-    def tune(command):
-        commands.append(command)
-        _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
-        return 0
-
-    monkeypatch.setattr(script, "run_study", tune)
+    commands = _fake_study(tmp_path, monkeypatch)
     flags = ("--results_dir", str(results), "--tune_budget", "1h")
     assert _main(tmp_path, monkeypatch, *flags) == 0 and len(commands) == 1
     kept = results / "table2_tuned" / "studies" / "beauty-sasrec-bce"
