@@ -346,12 +346,16 @@ def main(argv: list[str] | None = None) -> int:
             tune_command(run, args, sources)  # a run bert4rec-tune cannot take fails here
         deadline = parse_deadline(args.deadline, time.time()) if args.deadline else None
         groups: list[list[int] | None] = core_groups(args.jobs, usable_cores()) if args.jobs > 1 else [None]
-        # The report covers the whole plan of every data set asked for or already recorded.
-        # A tuned run whose study has chosen nothing yet is counted and named by the report, not left out.
-        reported, awaiting = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))),
-                                        args, recorded)
-        # Every run the report reads: a plan whose settings cannot be resolved fails here.
-        reported_settings = {run.name: _settings(run, args, sources) for run in reported}
+
+        def report_plan() -> tuple[list, list, dict[str, list[str]]]:
+            # The report covers the whole plan of every data set asked for or already recorded, and
+            # counts and names the tuned runs whose study has chosen nothing yet (it cannot read them).
+            # Every run it reads has its settings resolved: a plan that cannot be resolved fails here.
+            ready, awaiting = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))),
+                                         args, recorded)
+            return ready, awaiting, {run.name: _settings(run, args, sources) for run in ready}
+
+        reported, awaiting, reported_settings = report_plan()
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
             try:
                 cli.check_train_flags(train_command(run, args, sources)[len(TRAIN):])
@@ -421,9 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             tune_studies(untuned, args, sources)
             order = [run.name for run in plan(args.experiment, datasets)]
             runs = sorted(runs + tuned_plan(untuned, args)[0], key=lambda run: order.index(run.name))
-            reported, awaiting = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))),
-                                            args, recorded)
-            reported_settings = {run.name: _settings(run, args, sources) for run in reported}
+            reported, awaiting, reported_settings = report_plan()
             for run in runs:
                 resolved_settings(_settings(run, args, sources), strict=True)
         except ValueError as error:
