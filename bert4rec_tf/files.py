@@ -56,6 +56,12 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         handle.write(text)
 
 
+def copy_file_atomic(source: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Copies the file `source` to `path` under a temporary name, then renames it into place."""
+    with atomic_path(path) as temporary:
+        shutil.copyfile(source, temporary)
+
+
 def temporary_name(path: str | os.PathLike) -> str:
     """A fresh name beside `path` for writing it: ``<folder>/.tmp-<pid>-<random>-<name>``.
 

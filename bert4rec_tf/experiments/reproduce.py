@@ -39,7 +39,6 @@ import dataclasses
 import functools
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -53,7 +52,7 @@ from bert4rec_tf.experiments.records import own_record, read_record, run_status,
 from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, provenance_file, recorded_datasets,
                                              report_datasets, slower_cores, start_provenance, write_reports)
 from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs, trained_seconds
-from bert4rec_tf.files import atomic_path, read_json
+from bert4rec_tf.files import copy_file_atomic, read_json
 from bert4rec_tf.tuning.study import BEST_FLAGS
 from bert4rec_tf.tasks import preset, recipe_overrides
 
@@ -159,8 +158,7 @@ def keep_study(run, args: argparse.Namespace) -> None:
         return
     os.makedirs(kept, exist_ok=True)
     for name in KEPT_STUDY_FILES:
-        with atomic_path(os.path.join(kept, name)) as temporary:
-            shutil.copyfile(os.path.join(own, name), temporary)
+        copy_file_atomic(os.path.join(own, name), os.path.join(kept, name))
 
 
 # The lines of best.flags that must agree with the tuned run's own (flag name -> the Run's field).

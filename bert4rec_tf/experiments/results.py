@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 
 from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, describe, fastest, slower_than
@@ -21,7 +20,7 @@ from bert4rec_tf.experiments.plans import EXPERIMENTS, SWEEPS, plan
 from bert4rec_tf.experiments.records import (make_record, own_record, provenance, read_record, record_path, run_status,
                                              settings_changes, shared_record, stale_fields)
 from bert4rec_tf.experiments.report import report_rows, write_report
-from bert4rec_tf.files import PACKAGE_PARENT, atomic_path, read_json, write_json_atomic
+from bert4rec_tf.files import PACKAGE_PARENT, copy_file_atomic, read_json, write_json_atomic
 
 
 def figures_of(args: argparse.Namespace, folder: str, records: list[dict], rows: list[dict]) -> list[str]:
@@ -185,8 +184,7 @@ def write_reports(args: argparse.Namespace, runs, settings: dict[str, list[str]]
         copies = []
         for figure in figures:
             copy = os.path.join(folder, os.path.basename(figure))
-            with atomic_path(copy) as temporary:
-                shutil.copyfile(figure, temporary)
+            copy_file_atomic(figure, copy)
             copies.append(copy)
         kept = os.path.join(folder, "attention.png")
         if figures and kept not in copies and os.path.isfile(kept) and any(row["model"] == "bert4rec" for row in rows):
