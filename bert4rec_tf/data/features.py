@@ -1,20 +1,22 @@
 """Item and user attributes: a feature file read, checked and encoded against a vocabulary of raw ids.
 
 A feature file is CSV (comma- or tab-separated, plain, .gz or .zip, UTF-8 unless told otherwise) with
-a header. Its first column holds the ids, named `item` or `user`; every other column is one
-attribute, named `name` or `name:kind`, with the kinds
+a header. Its first column holds the ids, named `item` or `user`, read as the interaction files' CSV
+ids are (`readers.csv_id`: surrounding spaces dropped); every other column is one attribute, named
+`name` or `name:kind`, with the kinds
 
 - `categorical` (the default): one value per id, e.g. an occupation or a brand;
 - `multi`: several values separated by `|`, e.g. a movie's genres `Animation|Comedy`;
-- `numeric`: a number, e.g. a year or a price.
+- `numeric`: a number, e.g. a year or a price, within float32's range (+-3.4e38).
 
     item,genres:multi,year:numeric,brand
     B0001,Animation|Comedy,1995,acme
 
 An empty categorical cell is the value "missing" (index 0 of its vocabulary), an empty multi cell no
-values; an empty numeric cell is an error, as is a row with another number of fields than the
-header, an id twice, an empty id, a number that does not parse and text the encoding cannot decode:
-each a `DataError` of one line naming the file, the line and the column.
+values; an empty numeric cell is an error, as is a kind left empty after its colon, a row with
+another number of fields than the header, an id twice, an empty id, a number that does not parse or
+lies outside float32's range and text the encoding cannot decode: each a `DataError` of one line
+naming the file, the line and the column.
 
 `encode` turns a `FeatureTable` into arrays in the order of a vocabulary (model id i on row i), so a
 model reads them as embedding inputs: categorical values as int32 indices (0: missing or padding),
@@ -33,12 +35,15 @@ from typing import Sequence
 import numpy as np
 
 from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data.readers import csv_id
 from bert4rec_tf.data.text_files import text_lines
 
 KINDS = ("categorical", "multi", "numeric")
 KEYS = ("item", "user")
 MULTI_SEPARATOR = "|"
 MISSING = "<missing>"  # index 0 of every categorical and multi vocabulary
+# The largest number a numeric column holds: the model reads the standardised values as float32.
+NUMERIC_LIMIT = float(np.finfo(np.float32).max)
 
 
 @dataclasses.dataclass
@@ -61,10 +66,13 @@ def _header(fields: list[str], path: str) -> tuple[str, dict[str, str]]:
         raise DataError(f"the first column must be named item or user, got {fields[0] if fields else ''!r}", path, 1)
     kinds: dict[str, str] = {}
     for field in fields[1:]:
-        name, _, kind = field.strip().partition(":")
-        kind = kind.strip().lower() or "categorical"
+        name, colon, kind = field.strip().partition(":")
         if not name:
             raise DataError(f"column {len(kinds) + 2} has no name", path, 1)
+        if colon and not kind.strip():
+            raise DataError(f"column {name!r} has an empty kind after its ':'; the kinds are {', '.join(KINDS)} "
+                            f"(a column named without ':' is categorical)", path, 1)
+        kind = kind.strip().lower() or "categorical"
         if kind not in KINDS:
             raise DataError(f"column {name!r} has kind {kind!r}; the kinds are {', '.join(KINDS)}", path, 1)
         if name in kinds:
@@ -105,7 +113,7 @@ def read_features(path: str | os.PathLike, encoding: str = "utf-8", key: str | N
                 continue
             if len(fields) != len(kinds) + 1:
                 raise DataError(f"{len(fields)} fields, the header has {len(kinds) + 1}", path, rows.line_num)
-            raw = fields[0]
+            raw = csv_id(fields[0])
             if not raw.strip():
                 raise DataError(f"empty {found_key} id", path, rows.line_num)
             if raw in seen:
@@ -135,6 +143,9 @@ def _cell(cell: str, kind: str, name: str, path: str, line: int):
         raise DataError(f"column {name!r} is numeric, got {cell!r}", path, line) from None
     if not math.isfinite(number):
         raise DataError(f"column {name!r} is numeric and must be finite, got {cell!r}", path, line)
+    if abs(number) > NUMERIC_LIMIT:
+        raise DataError(f"column {name!r} is numeric and must lie within float32's range (+-3.4e38), got {cell!r}: "
+                        "rescale the column", path, line)
     return number
 
 

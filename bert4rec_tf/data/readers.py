@@ -282,6 +282,12 @@ def _parse_steam(lines: Iterator[str], path: str) -> Iterator[Record]:
         yield number, str(user), str(item), stamp
 
 
+def csv_id(field: str) -> str:
+    """An id as a CSV field holds it: without surrounding ASCII spaces, every other character kept (a
+    tab, a line break, a non-breaking space). The custom format's ids and the feature files' are read so."""
+    return field.strip(" ")
+
+
 def _parse_custom(lines: Iterator[str], path: str) -> Iterator[Record]:
     lines = iter(lines)
     leading = 0  # blank lines before the header
@@ -305,7 +311,7 @@ def _parse_custom(lines: Iterator[str], path: str) -> Iterator[Record]:
                 continue
             if len(fields) != len(header):
                 raise DataError(f"expected {len(header)} fields as in the header, got {len(fields)}", path, number)
-            yield number, fields[columns[0]].strip(" "), fields[columns[1]].strip(" "), _timestamp(
+            yield number, csv_id(fields[columns[0]]), csv_id(fields[columns[1]]), _timestamp(
                 fields[columns[2]], path, number)
     except csv.Error as error:
         raise DataError(f"malformed CSV ({error})", path, leading + rows.line_num) from None

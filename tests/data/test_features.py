@@ -51,11 +51,15 @@ def test_a_tab_separated_gzipped_user_file_reads_alike(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("id,genres\n1,a\n", "line 1: the first column must be named item or user, got 'id'"),
     ("item,genres:list\n1,a\n", "line 1: column 'genres' has kind 'list'; the kinds are categorical, multi, numeric"),
+    ("item,year:\n1,1990\n", "line 1: column 'year' has an empty kind after its ':'; the kinds are categorical, "
+                             "multi, numeric"),
     ("item\n1\n", "line 1: the header names no attribute column"),
     ("item,genres,year:numeric\n1,a,1990\n2,b\n", "line 3: 2 fields, the header has 3"),
     ("item,year:numeric\n1,1990\n2,nineteen\n", "line 3: column 'year' is numeric, got 'nineteen'"),
     ("item,year:numeric\n1,\n", "line 2: column 'year' is numeric and empty"),
     ("item,year:numeric\n1,inf\n", "line 2: column 'year' is numeric and must be finite"),
+    ("item,price:numeric\n1,5\n2,-1e308\n", "line 3: column 'price' is numeric and must lie within float32's range"),
+    ("item,brand\n i1,a\ni1 ,b\n", "line 3: item 'i1' appears twice (first on line 2)"),
     ("item,brand\n1,a\n1,b\n", "line 3: item '1' appears twice (first on line 2)"),
     ("item,brand\n ,a\n", "line 2: empty item id"),
     ("user,gender\n1,F\n", "line 1: is a user feature file; item attributes were asked for"),
@@ -74,6 +78,11 @@ def test_a_latin1_file_read_as_utf8_names_the_byte_and_the_encoding_to_give(tmp_
     with pytest.raises(DataError, match=r"line 2: byte 0xe9 .* is not utf-8 text .*--encoding latin-1"):
         read_features(path)
     assert read_features(path, encoding="latin-1").values["title"] == ["Amélie"]
+
+
+def test_ids_lose_their_surrounding_spaces_as_in_the_interaction_files(tmp_path):
+    table = read_features(_write(tmp_path, "item,brand\n i5 ,a\n\"\ti6\u00a0\",b\n"), key="item")
+    assert table.ids == ["i5", "\ti6\u00a0"]  # spaces only: a tab or a non-breaking space is kept
 
 
 def test_ids_of_the_file_missing_from_the_data_are_an_error_unless_ignored(tmp_path):
