@@ -25,6 +25,9 @@ FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_s
 # The data settings that name feature files (`SlidingWindowData`).
 FEATURE_FIELDS = ("item_features", "user_features")
 
+# What an encoding setting must be.
+ENCODING_EXPECTED = "a text encoding Python knows, e.g. utf-8, latin-1 or cp1252"
+
 # `padding_free`'s values (`bert4rec_tf.models.base.packs_positions`).
 PADDING_FREE_CHOICES = ("auto", "on", "off")
 
@@ -38,6 +41,11 @@ def require(condition: bool, field: str, value: Any, expected: str) -> None:
 def flag_of(field: str) -> str:
     """How the command line sets `field`: `--max_len` or `--config field`."""
     return f"--{field}" if field in FLAG_FIELDS else f"--config {field}"
+
+
+def setting_of(field: str, value: str) -> str:
+    """How the command line gives `field` the value `value`: `--encoding latin-1` or `--config field=value`."""
+    return f"--{field} {value}" if field in FLAG_FIELDS else f"--config {field}={value}"
 
 
 @dataclasses.dataclass
@@ -98,8 +106,7 @@ class DataConfig(Section):
         super().check()
         require(self.split in ("valid", "original"), "split", self.split, "'valid' or 'original'")
         require(self.num_negatives >= 1, "num_negatives", self.num_negatives, "at least 1")
-        require(_is_encoding(self.encoding), "encoding", self.encoding,
-                "a text encoding Python knows, e.g. utf-8, latin-1 or cp1252")
+        require(_is_encoding(self.encoding), "encoding", self.encoding, ENCODING_EXPECTED)
 
     def history_length(self) -> int:
         """The latest items of a history the evaluation gives the model: a family that reads no
@@ -137,27 +144,45 @@ class SlidingWindowData(WindowData):
     Attributes:
         prop_sliding_window: window step as a fraction of max_len (-1: step max_len).
         item_features, user_features: feature files of item and user attributes
-            (`bert4rec_tf.data.features`; "": none), read in `encoding` and encoded with the prepared
-            data, whose key holds their contents' SHA-256 (not their paths).
+            (`bert4rec_tf.data.features`; "": none), encoded with the prepared data, whose key holds
+            their contents' SHA-256 (not their paths).
+        item_features_encoding, user_features_encoding: the text encoding of each file ("": the
+            data's `encoding`); a file read in another encoding than the data's is other data
+            (`bert4rec_tf.data.prepare.attribute_files`).
         feature_items: the items of `item_features` without interactions join the catalogue (after
             the others): a model that scores items from their attributes can recommend them.
     """
 
     prop_sliding_window: float = 0.5
     item_features: str = ""
+    item_features_encoding: str = ""
     user_features: str = ""
+    user_features_encoding: str = ""
     feature_items: bool = False
 
     def key_settings(self) -> dict[str, Any]:
-        # No feature file: the key of before there were features.
+        # No feature file: the key of before there were features. A file's encoding counts in its
+        # identity (`bert4rec_tf.data.prepare.attribute_files`), as the data's in the source's.
+        encodings = [f"{field}_encoding" for field in FEATURE_FIELDS]
         return {name: value for name, value in super().key_settings().items()
-                if name not in (*FEATURE_FIELDS, "feature_items") or value}
+                if name not in encodings and (name not in (*FEATURE_FIELDS, "feature_items") or value)}
+
+    def features_encoding(self, field: str) -> str:
+        """The text encoding the file of `field` ("item_features", "user_features") is read in."""
+        return getattr(self, f"{field}_encoding") or self.encoding
 
     def check(self) -> None:
         super().check()
         if self.feature_items and not self.item_features:
             raise ValueError("--config feature_items=true adds the items of the item feature file: give it with "
                              "--config item_features=FILE")
+        for field in FEATURE_FIELDS:
+            encoding = getattr(self, f"{field}_encoding")
+            if encoding and not getattr(self, field):
+                raise ValueError(f"--config {field}_encoding={encoding} is the encoding of the {field.split('_')[0]} "
+                                 f"feature file: give it with --config {field}=FILE")
+            require(not encoding or _is_encoding(encoding), f"{field}_encoding", encoding,
+                    f"{ENCODING_EXPECTED} (or empty: the data's --encoding)")
         if self.prop_sliding_window == -1:
             return
         require(0.0 < self.prop_sliding_window <= 1.0, "prop_sliding_window", self.prop_sliding_window,

@@ -90,13 +90,14 @@ def read_features(path: str | os.PathLike, encoding: str = "utf-8", key: str | N
         path: the file.
         encoding: its text encoding.
         key: "item" or "user" when the caller needs that kind of file (a user file given for items is
-            an error).
+            an error); a decoding error then advises that file's own encoding setting
+            (`--config item_features_encoding=...`), else `--encoding`.
 
     Raises:
         DataError: one line naming the file, line and column of the first problem.
     """
     path = os.fspath(path)
-    lines = text_lines(path, encoding)
+    lines = text_lines(path, encoding, f"{key}_features_encoding" if key else "encoding")
     first = next(lines, None)
     if first is None:
         raise DataError("is empty: a feature file starts with a header such as item,genres:multi,year:numeric", path)

@@ -19,6 +19,7 @@ naming the damaged file.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import fcntl
@@ -115,15 +116,32 @@ def source_identity(source_file: str | None, encoding: str = "utf-8") -> str:
     return identity if encoding == "utf-8" else f"{identity}-{encoding}"
 
 
+def attribute_files(config: DataConfig) -> dict[str, str]:
+    """The identity of each attribute file `config` names, by its field ("item_features",
+    "user_features"): "file-<sha256 prefix>" of its contents, followed by "-<encoding>" when it is read
+    in another encoding than the data's (the same bytes read otherwise are other data).
+
+    Raises:
+        DataError: naming a file that does not exist.
+    """
+    found = {}
+    for field in FEATURE_FIELDS:
+        path = getattr(config, field, "")
+        if path:
+            require_file(path)
+            found[field] = "file-" + download_lib.sha256_of(path)[:16]
+            encoding = config.features_encoding(field)
+            if codecs.lookup(encoding).name != codecs.lookup(config.encoding).name:
+                found[field] += f"-{encoding}"
+    return found
+
+
 def output_directory(config: DataConfig, data_dir: str, identity: str, rules: int = 1) -> str:
     """Where the data prepared with `config` from source `identity` (which holds the encoding), read
     under reading rules `rules` (`readers.reading_rules`), lives. Rules 1 is left out of the key, so
-    data whose reading has not changed keeps the key it had before rules had versions."""
-    settings = config.key_settings()
-    for field in FEATURE_FIELDS:  # a feature file counts by its contents, not its path
-        if settings.get(field):
-            require_file(settings[field])
-            settings[field] = "file-" + download_lib.sha256_of(settings[field])[:16]
+    data whose reading has not changed keeps the key it had before rules had versions. An attribute
+    file counts by its contents (and encoding), not its path (`attribute_files`)."""
+    settings = {**config.key_settings(), **attribute_files(config)}
     return os.path.join(data_dir, config.dataset, _key(settings, identity, rules))
 
 
@@ -229,11 +247,12 @@ def check_usable(sequences: UserSequences, config: DataConfig) -> None:
 
 
 def read_feature_files(config: DataConfig, sequences: UserSequences) -> tuple[UserSequences, dict[str, EncodedFeatures]]:
-    """The feature files `config` names, each encoded in the order of the model's ids: items in the
-    vocabulary's (padding 0, items 1..n, the special ids after them), users as their indices (1..n).
-    A user of the file the data lack is an error. An item of the file the data lack is counted
-    (`unseen`) and left out, or with `data.feature_items` joins the catalogue after the items with
-    interactions (in the file's order), so that it can be recommended from its attributes.
+    """The feature files `config` names, each read in its encoding and encoded in the order of the
+    model's ids: items in the vocabulary's (padding 0, items 1..n, the special ids after them), users
+    as their indices (1..n). A user of the file the data lack is an error. An item of the file the
+    data lack is counted (`unseen`) and left out, or with `data.feature_items` joins the catalogue
+    after the items with interactions (in the file's order), so that it can be recommended from its
+    attributes.
 
     Returns:
         the sequences (with the file's items, under `feature_items`) and the encoded features by key.
@@ -246,7 +265,7 @@ def read_feature_files(config: DataConfig, sequences: UserSequences) -> tuple[Us
         path = getattr(config, field, "")
         if not path:
             continue
-        table = read_features(path, config.encoding, key=key)
+        table = read_features(path, config.features_encoding(field), key=key)
         if key == "item" and getattr(config, "feature_items", False):
             known = set(sequences.item_ids)
             extra = [raw for raw in table.ids if raw not in known]

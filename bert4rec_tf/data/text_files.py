@@ -15,6 +15,7 @@ import zipfile
 import zlib
 from typing import BinaryIO, Iterator
 
+from bert4rec_tf.config.sections import flag_of, setting_of
 from bert4rec_tf.data.errors import DataError
 
 _ZIP_MEMBERS = ("ratings.dat", "ratings.csv")
@@ -57,7 +58,7 @@ def _codec(encoding: str) -> str:
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
-def text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str]:
+def text_lines(path: str | os.PathLike, encoding: str = "utf-8", setting: str = "encoding") -> Iterator[str]:
     """The lines of a plain, gzip or zip file (a zip through its ``ratings.*`` member), as text.
 
     A UTF-8 byte-order mark at the start is dropped. Line ends (LF, CRLF or CR) are kept as they are,
@@ -66,6 +67,8 @@ def text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str
     Args:
         path: the file.
         encoding: its text encoding, a name Python's `codecs` knows.
+        setting: the configuration field that names this file's encoding, which a decoding error
+            advises (`encoding`, the data's; `item_features_encoding` for the item attribute file).
 
     Raises:
         DataError: naming the file when it is missing, a zip has no ratings member, the file (a
@@ -79,18 +82,20 @@ def text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str
             for number, line in enumerate(handle, start=1):
                 yield line
         except UnicodeError as error:  # a UnicodeDecodeError, or a codec's own (UTF-16 without a byte-order mark)
-            raise _decoding_error(path, encoding, error) from None
+            raise _decoding_error(path, encoding, error, setting) from None
         except (EOFError, OSError, zlib.error, zipfile.BadZipFile) as error:
             raise DataError(f"unreadable after line {number}, truncated or damaged ({error}); download or copy "
                             "it again", path) from None
 
 
-def _decoding_error(path: str, encoding: str, error: UnicodeError) -> DataError:
+def _decoding_error(path: str, encoding: str, error: UnicodeError, setting: str) -> DataError:
     """The error naming the line and byte offset (in the file's uncompressed content) of the first
     bytes of `path` that `encoding` cannot decode, or the line where the codec gave up on the file
-    (UTF-16 without a byte-order mark); `error` is what decoding raised."""
-    hint = ("name the file's encoding, e.g. --encoding latin-1" if codecs.lookup(encoding).name == "utf-8"
-            else "name the file's encoding with --encoding")
+    (UTF-16 without a byte-order mark); `error` is what decoding raised, `setting` the field that
+    names the file's encoding."""
+    utf8 = codecs.lookup(encoding).name == "utf-8"
+    hint = (f"name the file's encoding, e.g. {setting_of(setting, 'latin-1')}" if utf8
+            else f"name the file's encoding with {flag_of(setting)}")
     decoder = codecs.getincrementaldecoder(_codec(encoding))()
     offset = 0
     with _open_binary(path) as handle:

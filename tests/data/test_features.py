@@ -80,6 +80,15 @@ def test_a_latin1_file_read_as_utf8_names_the_byte_and_the_encoding_to_give(tmp_
     assert read_features(path, encoding="latin-1").values["title"] == ["Amélie"]
 
 
+@pytest.mark.parametrize("key", ["item", "user"])
+def test_an_attribute_file_that_does_not_decode_names_its_own_encoding_setting(tmp_path, key):
+    path = _write(tmp_path, f"{key},title\n1,Amélie\n", encoding="latin-1")
+    with pytest.raises(DataError) as error:
+        read_features(path, key=key)
+    assert str(error.value).endswith(f"name the file's encoding, e.g. --config {key}_features_encoding=latin-1")
+    assert "--encoding" not in str(error.value)
+
+
 def test_ids_lose_their_surrounding_spaces_as_in_the_interaction_files(tmp_path):
     table = read_features(_write(tmp_path, "item,brand\n i5 ,a\n\"\ti6\u00a0\",b\n"), key="item")
     assert table.ids == ["i5", "\ti6\u00a0"]  # spaces only: a tab or a non-breaking space is kept

@@ -74,6 +74,22 @@ def test_the_data_key_holds_the_files_contents_not_their_paths(toy, tmp_path):
     assert "item_features" not in _config().key_settings()  # without features: the key of before
 
 
+def test_an_attribute_files_encoding_counts_in_the_key_when_it_is_not_the_datas(toy, tmp_path):
+    source, items, _ = toy
+    identity = source_identity(source)
+    key = output_directory(_config(item_features=items), str(tmp_path), identity)
+    assert output_directory(_config(item_features=items, item_features_encoding="utf-8"), str(tmp_path),
+                            identity) == key
+    assert output_directory(_config(item_features=items, item_features_encoding="latin-1"), str(tmp_path),
+                            identity) != key
+    assert not {"item_features_encoding", "user_features_encoding"} & set(_config().key_settings())
+
+
+def _nothing_written(data_dir) -> bool:
+    folder = data_dir / "beauty"
+    return not folder.exists() or not [name for name in os.listdir(folder) if not name.startswith(".")]
+
+
 @pytest.mark.parametrize("text, message", [
     ("user,group\n1,a\n99,b\n", r"1 user id\(s\) of the file are not in the data, e.g. .99."),
     ("user,group\n1,a,b\n", "line 2: 3 fields, the header has 2"),
@@ -84,8 +100,30 @@ def test_a_bad_feature_file_stops_the_preparation_before_anything_is_written(toy
     bad.write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
         prepare(_config(user_features=str(bad)), str(tmp_path / "data"), source, progress=False)
-    folder = tmp_path / "data" / "beauty"
-    assert not folder.exists() or not [name for name in os.listdir(folder) if not name.startswith(".")]
+    assert _nothing_written(tmp_path / "data")
+
+
+def test_ids_with_surrounding_spaces_match_the_datas(toy, tmp_path):
+    source, _, _ = toy
+    spaced = tmp_path / "spaced.csv"
+    spaced.write_text("user,group\n" + "".join(f" {user} ,a\n" for user in range(1, 13)), encoding="utf-8")
+    prepared = prepare(_config(user_features=str(spaced)), str(tmp_path / "data"), source, progress=False)
+    assert prepared.features("user").covered == 12
+
+
+def test_a_latin1_attribute_file_beside_utf8_data_is_read_with_its_own_encoding(toy, tmp_path):
+    source, _, _ = toy
+    latin = tmp_path / "users.csv"
+    latin.write_bytes("user,town\n1,Zürich\n2,Genève\n3,Genève\n4,Bern\n5,Bern\n6,Chur\n".encode("latin-1"))
+    with pytest.raises(DataError) as error:
+        prepare(_config(user_features=str(latin)), str(tmp_path / "data"), source, progress=False)
+    assert str(error.value).startswith(f"{latin}, line 2: byte 0xfc")
+    assert str(error.value).endswith("name the file's encoding, e.g. --config user_features_encoding=latin-1")
+    assert _nothing_written(tmp_path / "data")
+    prepared = prepare(_config(user_features=str(latin), user_features_encoding="latin-1"), str(tmp_path / "data"),
+                       source, progress=False)
+    assert prepared.features("user").vocabularies["town"] == ["<missing>", "Bern", "Chur", "Genève", "Zürich"]
+    assert prepared.metadata["source"]["encoding"] == "utf-8"  # the data are still read as UTF-8
 
 
 def test_a_family_that_reads_no_attributes_refuses_a_feature_file(toy):
@@ -100,3 +138,9 @@ def test_a_family_that_reads_no_attributes_refuses_a_feature_file(toy):
         cli.experiment_config("beauty", ["attributes_at_output=true"], None, "sasrec", None)
     with pytest.raises(ValueError, match=r"^--config feature_items=true adds the items of the item feature file"):
         cli.experiment_config("beauty", ["feature_items=true"], None, "sasrec", None)
+    with pytest.raises(ValueError, match=r"^--config user_features_encoding=latin-1 is the encoding of the user "
+                                         r"feature file: give it with --config user_features=FILE$"):
+        cli.experiment_config("beauty", ["user_features_encoding=latin-1"], None, "sasrec", None)
+    with pytest.raises(ValueError, match=r"^--config item_features_encoding must be a text encoding Python knows"):
+        cli.experiment_config("beauty", [f"item_features={items}", "item_features_encoding=klingon"], None, "sasrec",
+                              None)
