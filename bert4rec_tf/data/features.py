@@ -16,7 +16,8 @@ An empty categorical cell is the value "missing" (index 0 of its vocabulary), an
 values; an empty numeric cell is an error, as is a kind left empty after its colon, a row with
 another number of fields than the header, an id twice, an empty id, a number that does not parse or
 lies outside float32's range and text the encoding cannot decode: each a `DataError` of one line
-naming the file, the line and the column.
+naming the file, the line and the column. A file that matches none of the data's ids is refused, one
+that matches few of them is warned about (`check_coverage`).
 
 `encode` turns a `FeatureTable` into arrays in the order of a vocabulary (model id i on row i), so a
 model reads them as embedding inputs: categorical values as int32 indices (0: missing or padding),
@@ -44,6 +45,9 @@ MULTI_SEPARATOR = "|"
 MISSING = "<missing>"  # index 0 of every categorical and multi vocabulary
 # The largest number a numeric column holds: the model reads the standardised values as float32.
 NUMERIC_LIMIT = float(np.finfo(np.float32).max)
+# A file matching fewer than this share of the data's ids is warned about (`check_coverage`).
+FEW_COVERED = 0.5
+EXAMPLES = 3  # the ids a message shows of a list
 
 
 @dataclasses.dataclass
@@ -148,6 +152,43 @@ def _cell(cell: str, kind: str, name: str, path: str, line: int):
         raise DataError(f"column {name!r} is numeric and must lie within float32's range (+-3.4e38), got {cell!r}: "
                         "rescale the column", path, line)
     return number
+
+
+def check_coverage(table: FeatureTable, ids: Sequence[str]) -> str | None:
+    """Refuses a feature file that matches none of the data's ids, and words a warning for one that
+    matches fewer than `FEW_COVERED` of them, since those ids would have every attribute missing.
+
+    Args:
+        table: the file, read.
+        ids: the data's raw ids of `table.key` (the items with interactions, or the users).
+
+    Returns:
+        the warning (naming the file, the share matched and examples of the ids left unmatched), or
+        None when the file matches at least `FEW_COVERED` of `ids`.
+
+    Raises:
+        DataError: naming the file, with examples of its ids and of the data's, when it matches none.
+    """
+    rows = set(table.ids)
+    covered = sum(raw in rows for raw in ids)
+    if covered >= FEW_COVERED * len(ids):
+        return None
+    known = set(ids)
+    unmatched = [raw for raw in table.ids if raw not in known]
+    if not covered:
+        raise DataError(f"matches none of the data's {len(ids):,} {table.key}s: its ids ({_examples(unmatched)}) "
+                        f"are not written as the data's ({_examples(ids)}); write them as the interaction file "
+                        "does", table.path)
+    lacking = [raw for raw in ids if raw not in rows]
+    return (f"{table.path}: matches {covered:,} of the data's {len(ids):,} {table.key}s ({covered / len(ids):.0%}); "
+            f"the other {len(lacking):,} ({_examples(lacking)}) have every attribute missing"
+            + (f", and {len(unmatched):,} id(s) of the file are not the data's ({_examples(unmatched)})"
+               if unmatched else ""))
+
+
+def _examples(ids: Sequence[str]) -> str:
+    """The first `EXAMPLES` of `ids`, quoted, e.g. "'i1', 'i2', 'i3', ..."."""
+    return ", ".join([*(repr(raw) for raw in list(ids[:EXAMPLES])), *(["..."] if len(ids) > EXAMPLES else [])])
 
 
 @dataclasses.dataclass

@@ -42,7 +42,7 @@ from bert4rec_tf.data import instances as instances_lib
 from bert4rec_tf.data import masking
 from bert4rec_tf.data.candidates import check_enough_items, trivial_protocols_warning
 from bert4rec_tf.data.errors import DataError
-from bert4rec_tf.data.features import EncodedFeatures, encode, read_features
+from bert4rec_tf.data.features import EncodedFeatures, check_coverage, encode, read_features
 from bert4rec_tf.data.id_files import read_ids, write_ids
 from bert4rec_tf.data.pipeline import sampled_candidates
 from bert4rec_tf.data.preprocess import UserSequences
@@ -252,7 +252,8 @@ def read_feature_files(config: DataConfig, sequences: UserSequences) -> tuple[Us
     as their indices (1..n). A user of the file the data lack is an error. An item of the file the
     data lack is counted (`unseen`) and left out, or with `data.feature_items` joins the catalogue
     after the items with interactions (in the file's order), so that it can be recommended from its
-    attributes.
+    attributes. A file that matches none of the data's ids is an error, one that matches few of them
+    is warned about (`features.check_coverage`).
 
     Returns:
         the sequences (with the file's items, under `feature_items`) and the encoded features by key.
@@ -260,12 +261,13 @@ def read_feature_files(config: DataConfig, sequences: UserSequences) -> tuple[Us
     Raises:
         DataError: one line naming the file, line and column of the first problem.
     """
-    found = {}
+    found, coverage = {}, []
     for key, field in (("item", "item_features"), ("user", "user_features")):
         path = getattr(config, field, "")
         if not path:
             continue
         table = read_features(path, config.features_encoding(field), key=key)
+        coverage.append(check_coverage(table, sequences.item_ids if key == "item" else sequences.user_ids))
         if key == "item" and getattr(config, "feature_items", False):
             known = set(sequences.item_ids)
             extra = [raw for raw in table.ids if raw not in known]
@@ -276,7 +278,14 @@ def read_feature_files(config: DataConfig, sequences: UserSequences) -> tuple[Us
         rows = vocab_size(len(ids)) if key == "item" else len(ids) + 1
         vocabulary = [None, *ids, *[None] * (rows - len(ids) - 1)]
         found[key] = encode(table, vocabulary, unknown="ignore" if key == "item" else "error")
+    for warning in filter(None, coverage):  # once every file is known to be usable
+        logger.warning(warning)
     return sequences, found
+
+
+def _matches_no_id(prepared: PreparedData) -> bool:
+    """Whether an attribute file of `prepared` matched none of its ids."""
+    return any(encoded is not None and not encoded.covered for encoded in map(prepared.features, ("item", "user")))
 
 
 def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, workers: int,
@@ -293,7 +302,10 @@ def _prepare_locked(config: DataConfig, data_dir: str, source_file: str | None, 
     except DataError as damage:
         logger.warning("%s; preparing the data again", damage)
         prepared = None
-    if prepared is not None:
+    if prepared is not None and _matches_no_id(prepared):
+        logger.warning("%s holds the attributes of a file that matches none of the data's ids; preparing the data "
+                       "again, which refuses such a file", directory)
+    elif prepared is not None:
         logger.info("reusing prepared data in %s (every file checked)", directory)
         return prepared
 

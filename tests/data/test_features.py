@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bert4rec_tf.data.errors import DataError
-from bert4rec_tf.data.features import MISSING, encode, read_features, write_movielens_features
+from bert4rec_tf.data.features import MISSING, check_coverage, encode, read_features, write_movielens_features
 from tests.conftest import real_file
 
 GOOD = ("item,genres:multi,year:numeric,brand\n"
@@ -92,6 +92,25 @@ def test_an_attribute_file_that_does_not_decode_names_its_own_encoding_setting(t
 def test_ids_lose_their_surrounding_spaces_as_in_the_interaction_files(tmp_path):
     table = read_features(_write(tmp_path, "item,brand\n i5 ,a\n\"\ti6\u00a0\",b\n"), key="item")
     assert table.ids == ["i5", "\ti6\u00a0"]  # spaces only: a tab or a non-breaking space is kept
+
+
+def test_a_file_matching_no_id_of_the_data_is_refused_with_examples_of_both(tmp_path):
+    path = _write(tmp_path, "item,brand\n" + "".join(f"{k},a\n" for k in range(1, 6)))
+    data = [f"i{k}" for k in range(1, 6)]
+    with pytest.raises(DataError) as error:
+        check_coverage(read_features(path, key="item"), data)
+    assert str(error.value) == (f"{path}: matches none of the data's 5 items: its ids ('1', '2', '3', ...) are not "
+                                "written as the data's ('i1', 'i2', 'i3', ...); write them as the interaction file "
+                                "does")
+
+
+def test_a_file_matching_few_ids_of_the_data_is_worded_as_a_warning(tmp_path):
+    path = _write(tmp_path, "item,brand\ni1,a\n2,b\n")
+    data = [f"i{k}" for k in range(1, 5)]
+    warning = check_coverage(read_features(path, key="item"), data)
+    assert warning == (f"{path}: matches 1 of the data's 4 items (25%); the other 3 ('i2', 'i3', 'i4') have every "
+                       "attribute missing, and 1 id(s) of the file are not the data's ('2')")
+    assert check_coverage(read_features(path, key="item"), data[:2]) is None  # half: enough
 
 
 def test_ids_of_the_file_missing_from_the_data_are_an_error_unless_ignored(tmp_path):

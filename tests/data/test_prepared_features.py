@@ -11,6 +11,7 @@ import pytest
 
 from bert4rec_tf import cli
 from bert4rec_tf.data.errors import DataError
+from bert4rec_tf.data import prepare as prepare_lib
 from bert4rec_tf.data.prepare import output_directory, prepare, source_identity
 from bert4rec_tf.tasks import preset
 from tests.conftest import toy_sequences, write_pairs
@@ -103,12 +104,42 @@ def test_a_bad_feature_file_stops_the_preparation_before_anything_is_written(toy
     assert _nothing_written(tmp_path / "data")
 
 
+@pytest.mark.parametrize("key", ["item", "user"])
+def test_a_file_whose_ids_match_none_of_the_datas_is_refused_naming_both(toy, tmp_path, key):
+    source, _, _ = toy
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"{key},group\n" + "".join(f"x{k},a\n" for k in range(1, 5)), encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        prepare(_config(**{f"{key}_features": str(bad)}), str(tmp_path / "data"), source, progress=False)
+    assert str(error.value).startswith(f"{bad}: matches none of the data's ")
+    assert "its ids ('x1', 'x2', 'x3', ...) are not written as the data's ('" in str(error.value)
+    assert _nothing_written(tmp_path / "data")
+
+
 def test_ids_with_surrounding_spaces_match_the_datas(toy, tmp_path):
     source, _, _ = toy
     spaced = tmp_path / "spaced.csv"
     spaced.write_text("user,group\n" + "".join(f" {user} ,a\n" for user in range(1, 13)), encoding="utf-8")
     prepared = prepare(_config(user_features=str(spaced)), str(tmp_path / "data"), source, progress=False)
     assert prepared.features("user").covered == 12
+
+
+def test_a_file_matching_few_ids_is_warned_about_with_the_share(toy, tmp_path, caplog):
+    source, _, users = toy  # users.csv gives 2 of the 12 users
+    prepare(_config(user_features=users), str(tmp_path / "data"), source, progress=False)
+    assert f"{users}: matches 2 of the data's 12 users (17%); the other 10 (" in caplog.text
+
+
+def test_prepared_attributes_matching_no_id_are_prepared_again_and_refused(toy, tmp_path, monkeypatch):
+    source, _, _ = toy
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item,group\nx1,a\n", encoding="utf-8")
+    config = _config(item_features=str(bad))
+    with monkeypatch.context() as unchecked:  # as a preparation that did not check the coverage left it
+        unchecked.setattr(prepare_lib, "check_coverage", lambda table, ids: None)
+        assert prepare(config, str(tmp_path / "data"), source, progress=False).features("item").covered == 0
+    with pytest.raises(DataError, match=r"bad.csv: matches none of the data's"):
+        prepare(config, str(tmp_path / "data"), source, progress=False)
 
 
 def test_a_latin1_attribute_file_beside_utf8_data_is_read_with_its_own_encoding(toy, tmp_path):
@@ -144,3 +175,4 @@ def test_a_family_that_reads_no_attributes_refuses_a_feature_file(toy):
     with pytest.raises(ValueError, match=r"^--config item_features_encoding must be a text encoding Python knows"):
         cli.experiment_config("beauty", [f"item_features={items}", "item_features_encoding=klingon"], None, "sasrec",
                               None)
+
