@@ -125,9 +125,14 @@ def validate(config: ExperimentConfig) -> None:
                                        if key in other.reads_features)) or "none yet"
             raise ValueError(f"--config {key}_features: {task.name} reads no {key} attributes (families that do: "
                              f"{reading})")
-    if getattr(config.model, "attributes_at_output", False) and not config.data.item_features:
+    at_output = getattr(config.model, "attributes_at_output", False)
+    if at_output and not config.data.item_features:
         raise ValueError("--config attributes_at_output=true scores items from their attributes: give them with "
                          "--config item_features=FILE")
+    if getattr(config.data, "feature_items", False) and not at_output:
+        raise ValueError("--config feature_items=true adds items without interactions, whose own embedding rows "
+                         "never train: give --config attributes_at_output=true too, so that they are scored from "
+                         "their attributes")
     task.validate(config)
 
 

@@ -176,3 +176,13 @@ def test_a_family_that_reads_no_attributes_refuses_a_feature_file(toy):
         cli.experiment_config("beauty", [f"item_features={items}", "item_features_encoding=klingon"], None, "sasrec",
                               None)
 
+
+def test_feature_items_without_attributes_at_output_is_refused_saying_why(toy):
+    _, items, _ = toy
+    with pytest.raises(ValueError) as error:
+        cli.experiment_config("beauty", [f"item_features={items}", "feature_items=true"], None, "sasrec", None)
+    assert str(error.value) == ("--config feature_items=true adds items without interactions, whose own embedding "
+                                "rows never train: give --config attributes_at_output=true too, so that they are "
+                                "scored from their attributes")
+    cli.experiment_config("beauty", [f"item_features={items}", "feature_items=true", "attributes_at_output=true"],
+                          None, "sasrec", None)
