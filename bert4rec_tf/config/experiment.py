@@ -25,6 +25,9 @@ class Family(NamedTuple):
 # model name -> its sections, filled by `bert4rec_tf.tasks.register_task`.
 FAMILIES: dict[str, Family] = {}
 SECTIONS = ("data", "model", "train")
+# The entry-point group through which an installed distribution adds a model family
+# (`bert4rec_tf.tasks.load_plugins`).
+PLUGIN_GROUP = "bert4rec_tf.tasks"
 
 
 def register_family(name: str, family: Family) -> None:
@@ -32,14 +35,26 @@ def register_family(name: str, family: Family) -> None:
     FAMILIES[name] = family
 
 
+class UnknownFamily(ValueError):
+    """A family name that no installed distribution registers (a plugin's, not installed here): the
+    one-line message names it and the entry-point group a plugin registers under."""
+
+    def __init__(self, name: str):
+        super().__init__(f"model family {name!r} is not installed: install the package that registers it under the "
+                         f"entry-point group {PLUGIN_GROUP}")
+
+
 def family(name: str) -> Family:
     """The sections of the family `name`.
 
     Raises:
-        ValueError: for an unregistered name, listing the registered ones.
+        UnknownFamily: for a name no family is registered under.
+        ValueError: for an empty name, listing the registered ones.
     """
-    if name not in FAMILIES:
+    if not name:
         raise ValueError(f"--config model.name must be one of {', '.join(FAMILIES)}, got {name!r}")
+    if name not in FAMILIES:
+        raise UnknownFamily(name)
     return FAMILIES[name]
 
 

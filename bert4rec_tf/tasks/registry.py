@@ -10,6 +10,7 @@ from typing import Any
 
 from bert4rec_tf.config import (RECIPES, ExperimentConfig, Family, ModelConfig, dataset_settings, family,
                                 register_family)
+from bert4rec_tf.config.experiment import PLUGIN_GROUP
 from bert4rec_tf.console import quiet_native_import
 from bert4rec_tf.tasks.base import Task
 
@@ -171,10 +172,6 @@ def reference_model(config: ModelConfig):
     task = get_task(REFERENCE_TASK)
     return task.build_model(task.model_config(name=REFERENCE_TASK, vocab_size=config.vocab_size,
                                               num_users=config.num_users))
-
-
-# The entry-point group through which an installed distribution adds a model family.
-PLUGIN_GROUP = "bert4rec_tf.tasks"
 
 
 def load_plugins() -> list[str]:

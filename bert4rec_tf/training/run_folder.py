@@ -38,6 +38,7 @@ import time
 from typing import Iterator
 
 from bert4rec_tf.config import RUN_LENGTH, ExperimentConfig, config_differences
+from bert4rec_tf.config.experiment import UnknownFamily
 from bert4rec_tf.data.download import file_records
 from bert4rec_tf.data.prepare import PreparedData, earlier_keys
 from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
@@ -274,10 +275,17 @@ class RunFolder:
                              "new --model_dir")
 
     def config(self) -> ExperimentConfig:
-        """The recorded configuration (of a run that has started)."""
+        """The recorded configuration (of a run that has started).
+
+        Raises:
+            ValueError: naming config.json when it is not a run configuration, or names a model family
+                that is not installed (a plugin's).
+        """
         values = read_json(self.path("config.json"), "run configuration")
         try:
             return ExperimentConfig.from_dict(values)
+        except UnknownFamily as error:
+            raise ValueError(f"{self.path('config.json')}: this run's {error}") from None
         except (ValueError, AttributeError, TypeError) as error:
             raise ValueError(f"{self.path('config.json')}: not a run configuration ({error})") from None
 
