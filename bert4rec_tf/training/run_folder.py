@@ -19,7 +19,8 @@ an uncommitted checkpoint (or of older ones) and are removed.
 Files:
     .lock                                the lock, and its holder (process, host, start time)
     config.json                          the resolved configuration
-    run.json                             the data: source identity, prepared-data key and folder
+    run.json                             the data: source identity, prepared-data key and folder, and
+                                         the identities of the attribute files
     checkpoints/state.json               resume point: steps, instances consumed, best, curve, RNG states,
                                          and the names of its two weight files
     checkpoints/latest-<step>.weights.h5 weights at the resume point
@@ -40,7 +41,7 @@ from typing import Iterator
 from bert4rec_tf.config import RUN_LENGTH, ExperimentConfig, config_differences
 from bert4rec_tf.config.experiment import UnknownFamily
 from bert4rec_tf.data.download import file_records
-from bert4rec_tf.data.prepare import PreparedData, earlier_keys
+from bert4rec_tf.data.prepare import PreparedData, attribute_files, earlier_keys
 from bert4rec_tf.files import process_running, read_json, remove_abandoned, write_json_atomic
 
 STATE_VERSION = 4
@@ -49,6 +50,9 @@ LOCK = ".lock"
 OUTPUTS = ("model.keras", "export")
 # The fixed weight names of state version 3, which a run of that version resumes from.
 _VERSION_3_WEIGHTS = {"latest_weights": "latest.weights.h5", "best_weights": "best.weights.h5"}
+# The model settings that come from the data (`set_from_data`).
+_FROM_DATA = (("model", "vocab_size"), ("model", "num_users"), ("model", "item_attributes"),
+              ("model", "user_attributes"))
 
 
 class RunFolderBusy(ValueError):
@@ -233,7 +237,8 @@ class RunFolder:
         """Writes config.json and run.json (after `check`, once the run's checkpoint has loaded)."""
         os.makedirs(self.directory, exist_ok=True)
         write_json_atomic(self.path("config.json"), config.to_dict())
-        write_json_atomic(self.path("run.json"), data_identity(prepared))
+        write_json_atomic(self.path("run.json"), {**data_identity(prepared),
+                                                  "attribute_files": attribute_files(config.data)})
 
     def check_config(self, config: ExperimentConfig, state: dict) -> None:
         """Refuses, before any data is prepared, a configuration that differs from the trained run in
@@ -244,8 +249,7 @@ class RunFolder:
             ValueError: one line naming the fields that differ.
         """
         if state["step"]:
-            self._check_config(config, ignore=(("model", "vocab_size"), ("model", "num_users"),
-                                               ("model", "item_attributes"), ("model", "user_attributes")))
+            self._check_config(config, ignore=_FROM_DATA)
 
     def _check_config(self, config: ExperimentConfig, ignore: tuple = ()) -> dict:
         """Refuses `config` when it differs from the recorded one (`check_config`); returns the
@@ -261,18 +265,39 @@ class RunFolder:
 
     def _check_same_run(self, config: ExperimentConfig, prepared: PreparedData, state: dict) -> None:
         where, identity = self.directory, data_identity(prepared)
-        earlier = self._check_config(config)
+        # What comes from the data differs when the data do: the data are compared first.
+        earlier = self._check_config(config, ignore=_FROM_DATA)
         recorded = self.data_record()
         if same_data(recorded, prepared, earlier):
             recorded = identity  # the record `record` writes next
+        if recorded.get("source") == identity["source"] and recorded.get("data_key") != identity["data_key"]:
+            self._check_attribute_files(config, recorded, identity["data_key"])
         for key, what in (("source", "source file"), ("data_key", "prepared data")):
             if recorded.get(key) != identity[key]:
                 raise ValueError(f"{where} was trained on another {what} ({key} {recorded.get(key)}, this "
                                  f"command gives {identity[key]}); use a new --model_dir")
+        self._check_config(config)  # with what comes from the data, which are the same
         if state["step"] > config.train.train_steps:
             raise ValueError(f"{where} has trained {state['step']} steps already, more than --train_steps "
                              f"{config.train.train_steps}; give --train_steps {state['step']} or more, or use a "
                              "new --model_dir")
+
+    def _check_attribute_files(self, config: ExperimentConfig, recorded: dict, data_key: str) -> None:
+        """Names the attribute file whose contents changed since the run started, when the data key
+        differs (`recorded`: run.json; `data_key`: the key of this command's data). A run whose run.json
+        holds no "attribute_files" has each of its files named as what may have changed."""
+        current, files = attribute_files(config.data), recorded.get("attribute_files")
+        if files is None and current:
+            raise ValueError(f"{self.directory} was trained on other prepared data of the same source file (data_key "
+                             f"{recorded.get('data_key')}, this command gives {data_key}): restore whichever of "
+                             f"its attribute files ({', '.join(getattr(config.data, field) for field in current)}) "
+                             "changed since the run started, or use a new --model_dir")
+        for field, identity in current.items():
+            if files is not None and files.get(field) != identity:
+                raise ValueError(f"{self.directory} was trained on another version of the attribute file "
+                                 f"{getattr(config.data, field)} (--config {field}): its contents changed since "
+                                 f"(recorded {files.get(field)}, now {identity}); restore the file the run "
+                                 "started with, or use a new --model_dir")
 
     def config(self) -> ExperimentConfig:
         """The recorded configuration (of a run that has started).
