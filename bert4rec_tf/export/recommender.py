@@ -1,5 +1,8 @@
-"""Recommendations from a run's serving SavedModel: raw item ids (and, for a model that learned a
-vector per training user, the raw user id) in, the best unseen items out.
+"""Recommendations from a run's serving SavedModel: raw item ids (and, for a model that reads users,
+the raw user id) in, the best unseen items out. A model reads users when it learned a vector per
+training user (BPR-MF, NCF, FPMC, Caser) or was trained with user attributes (BERT4Rec, SASRec with
+`data.user_features`, which then reads the user's attributes): either way it serves the users of its
+data.
 
 `bert4rec-recommend` and `bert4rec_tf.api.Run.recommend` both go through `Recommender`, which calls
 the SavedModel's `serving_default` signature (see `bert4rec_tf.export.saved_model`).
@@ -7,6 +10,7 @@ the SavedModel's `serving_default` signature (see `bert4rec_tf.export.saved_mode
 
 from __future__ import annotations
 
+import json
 import numbers
 import os
 from typing import Sequence
@@ -38,12 +42,25 @@ def load_serving(export_dir: str):
                          "folder exports it again from the run's checkpoint") from None
 
 
+def _how_users_are_read(export_dir: str) -> str:
+    """What the model of `export_dir` reads of a user, from its run's config.json beside the export
+    folder (the export itself does not say); both ways when there is none."""
+    path = os.path.join(os.path.dirname(os.path.normpath(export_dir)), "config.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            attributes = json.load(handle)["model"].get("user_attributes")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "reads each history's user (a vector it learned per training user, or the user's attributes)"
+    return ("reads the attributes of each history's user (its data's user feature file)" if attributes
+            else "learned a vector per training user")
+
+
 class Recommender:
     """The serving SavedModel of an export folder, with its vocabulary.
 
     The SavedModel is loaded at the first `recommend`, so a bad history is reported at once.
-    `users` is None for a model that serves any history; else the raw user ids the model learned a
-    vector for (BPR-MF, NCF, FPMC, Caser), the only users it serves.
+    `users` is None for a model that serves any history; else the raw user ids of its data, the only
+    users it serves (a vector learned per user, or their attributes).
 
     Args:
         export_dir: a folder written by `export_saved_model` (a run's `export/`).
@@ -83,8 +100,9 @@ class Recommender:
                                  f"leave {source} out")
             return
         if users is None or isinstance(users, str) and count != 1:
-            raise ValueError(f"this export's model learned a vector per training user: give {source} "
-                             "(one raw user id per history)")
+            listed = os.path.join(self.export_dir, USERS_FILE)
+            raise ValueError(f"this export's model {_how_users_are_read(self.export_dir)}: give {source}, a user of "
+                             f"its data (one raw user id per history, as in {listed})")
         users = [users] if isinstance(users, str) else list(users)
         if len(users) != count:
             raise ValueError(f"{source}: {len(users)} user ids for {count} histories")

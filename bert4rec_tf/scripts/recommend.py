@@ -8,9 +8,11 @@
     bert4rec-recommend --model_dir runs/ml1m --history "1 2 3" \\
         --titles ../shared/datasets/ml-1m/movies.dat.gz --id_map ../shared/datasets/ml-1m/sas_to_original_items.txt.gz
     bert4rec-recommend --model_dir runs/ml1m-bpr --user 42 --history "1 2 3"
-A model that learned a vector per training user (BPR-MF, NCF, FPMC, Caser) needs --user, a raw user id
-of its training data (an unknown user is refused); its history is optional (the items to leave out,
-and the recent items FPMC and Caser read). The other models take a history only.
+A model that reads users needs --user, a raw user id of its data (an unknown user is refused): one
+that learned a vector per training user (BPR-MF, NCF, FPMC, Caser), whose history is optional (the
+items to leave out, and the recent items FPMC and Caser read), and BERT4Rec or SASRec trained with
+user attributes (`--config user_features=FILE`), which reads the user's attributes beside the
+history. The other models take a history only.
 The history is the data set's raw item ids, oldest first, from exactly one of --history (split at
 runs of whitespace, or at --separator) and --history_file (one id a line, UTF-8, escaped as in the
 export's vocab.txt). Ids missing from the export's vocab.txt are named on stderr and ignored; when
@@ -33,8 +35,9 @@ from bert4rec_tf.data.titles import read_id_map, read_titles, title_of
 
 flags.DEFINE_string("model_dir", None, "A folder written by bert4rec-train (reads its export/).")
 flags.DEFINE_string("history", None, "Raw item ids, oldest first, separated by whitespace or --separator.")
-flags.DEFINE_string("user", None, "The raw user id, for a model that learned a vector per training user "
-                    "(BPR-MF, NCF, FPMC, Caser).")
+flags.DEFINE_string("user", None, "The raw user id of the data, for a model that reads users: one that learned "
+                    "a vector per training user (BPR-MF, NCF, FPMC, Caser), or BERT4Rec or SASRec trained with user "
+                    "attributes (it reads the user's attributes).")
 flags.DEFINE_string("separator", None, "The string between the ids of --history, e.g. ',' or 'tab' "
                     "(default: runs of whitespace).")
 flags.DEFINE_string("history_file", None, "A UTF-8 file of raw item ids, oldest first, one a line, with "

@@ -4,11 +4,13 @@ different lengths, unknown ids and bad arguments."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 
 import pytest
 
+from bert4rec_tf.data.id_files import write_ids
 from bert4rec_tf.export.recommender import Recommender
 from tests.export.conftest import ITEMS
 
@@ -78,3 +80,23 @@ def test_a_damaged_saved_model_is_named_damaged(tiny_run, tmp_path):
         Recommender(copy).recommend([["i1"]])
     assert "\n" not in str(damaged.value) and str(damaged.value).endswith(
         "the same train command in its run folder exports it again from the run's checkpoint")
+
+
+@pytest.mark.parametrize("user_attributes, reads", [
+    ([{"name": "age", "kind": "categorical", "size": 3}],
+     "reads the attributes of each history's user (its data's user feature file)"),
+    ([], "learned a vector per training user"),
+    (None, "reads each history's user (a vector it learned per training user, or the user's attributes)"),
+])
+def test_an_export_that_reads_users_asks_for_a_user_saying_what_it_reads_of_them(tmp_path, user_attributes, reads):
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "saved_model.pb").write_bytes(b"")  # `check_users` loads no SavedModel
+    (export / "vocab.txt").write_text("i1\t1\n", encoding="utf-8")
+    write_ids(str(export / "users.txt"), ["u1", "u2"])
+    if user_attributes is not None:  # its run's configuration, beside the export; None: an export copied alone
+        (tmp_path / "config.json").write_text(json.dumps({"model": {"user_attributes": user_attributes}}))
+    with pytest.raises(ValueError) as error:
+        Recommender(str(export)).check_users(None, 1, "--user")
+    assert str(error.value) == (f"this export's model {reads}: give --user, a user of its data (one raw user id per "
+                                f"history, as in {export / 'users.txt'})")
