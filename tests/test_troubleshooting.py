@@ -60,17 +60,18 @@ def _latin1_file(path: Path) -> str:
     return str(path)
 
 
-def _run_folder(folder: Path, config, source: str, data_key: str) -> None:
-    """A trained run's config.json and run.json, as the trainer writes them."""
+def _run_folder(folder: Path, config, source: str, data_key: str, **record) -> None:
+    """A trained run's config.json and run.json (with `record`'s entries too), as the trainer writes them."""
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps(config.to_dict()), encoding="utf-8")
-    (folder / "run.json").write_text(json.dumps({"source": source, "data_key": data_key}), encoding="utf-8")
+    (folder / "run.json").write_text(json.dumps({"source": source, "data_key": data_key, **record}), encoding="utf-8")
 
 
 def trigger_messages(tmp: Path) -> dict[str, str]:
     """{case: the message the code prints} for every case of docs/troubleshooting.md."""
     from bert4rec_tf.data.candidates import check_enough_items, trivial_protocols_warning
     from bert4rec_tf.data.download import download
+    from bert4rec_tf.data.features import check_coverage, read_features
     from bert4rec_tf.data.preprocess import preprocess
     from bert4rec_tf.data.readers import read_interactions
     from bert4rec_tf.training.run_folder import RunFolder
@@ -99,6 +100,17 @@ def trigger_messages(tmp: Path) -> dict[str, str]:
     messages["small catalogue"] = printed_error(lambda: check_enough_items(sequences, 100))
     messages["few negatives"] = trivial_protocols_warning(3, sequences.num_items)
     messages["not UTF-8"] = printed_error(lambda: read_interactions(_latin1_file(tmp / "latin1.csv")))
+    (tmp / "items-latin1.csv").write_bytes("item,title\n1,Amélie\n".encode("latin-1"))
+    messages["attributes not UTF-8"] = printed_error(lambda: read_features(tmp / "items-latin1.csv", key="item"))
+    # An attribute file of items 1..4 against the data's i1..i4 and against 1..9; one of i1 and 5 against i1..i4.
+    (tmp / "items.csv").write_text("item,brand\n1,a\n2,a\n3,b\n4,b\n", encoding="utf-8")
+    (tmp / "some-items.csv").write_text("item,brand\ni1,a\n5,b\n", encoding="utf-8")
+    data_items = ["i1", "i2", "i3", "i4"]
+    messages["attributes matching nothing"] = printed_error(
+        lambda: check_coverage(read_features(tmp / "items.csv", key="item"), data_items))
+    messages["attributes matching few"] = check_coverage(read_features(tmp / "items.csv", key="item"),
+                                                         [str(item) for item in range(1, 10)])
+    messages["attributes matching few, others"] = check_coverage(read_features(tmp / "some-items.csv"), data_items)
     # A run folder that trained 50 steps on source file-aaaa, data 5f3c; commands that differ from it.
     config = cli.experiment_config("custom", ["train_steps=100"], None, "bert4rec", "cpu-30m")
     config.model.vocab_size, config.model.num_users = 11, 4
@@ -119,6 +131,14 @@ def trigger_messages(tmp: Path) -> dict[str, str]:
     messages["fewer steps"] = printed_error(lambda: RunFolder(str(folder)).check(
         cli.experiment_config("custom", ["train_steps=20"], None, "bert4rec", "cpu-30m"), prepared("file-aaaa"),
         trained))
+    # A run with an attribute file, edited since: this command's data have another key.
+    with_items = cli.experiment_config("custom", ["train_steps=100", f"item_features={tmp / 'items.csv'}",
+                                                  "attributes_at_output=true"], None, "sasrec", "cpu-30m")
+    with_items.model.vocab_size, with_items.model.num_users = 11, 4
+    _run_folder(tmp / "runs" / "attributes", with_items, "file-aaaa", "7d1e",
+                attribute_files={"item_features": "file-0000000000000000"})
+    messages["attribute file changed"] = printed_error(lambda: RunFolder(str(tmp / "runs" / "attributes")).check(
+        with_items, prepared("file-aaaa"), trained))
 
     def second_start():
         with RunFolder(str(folder)).lock(), RunFolder(str(folder)).lock():
