@@ -92,8 +92,9 @@ class Run:
 
         As `bert4rec-recommend`: ids missing from the export's vocab.txt are ignored, with a warning
         naming them, and a history with no known id is an error. No item of a history is recommended
-        for it. A model that learned a vector per training user (BPR-MF, NCF, FPMC, Caser) serves
-        those users only, by raw user id (`users`); its histories may be empty.
+        for it. A model that reads users serves the users of its data only, by raw user id (`users`):
+        one that learned a vector per training user (BPR-MF, NCF, FPMC, Caser; its histories may be
+        empty), or BERT4Rec or SASRec trained with user attributes, which reads the user's attributes.
 
         Args:
             histories: [batch] lists of the data set's raw item ids, oldest first.
@@ -187,9 +188,9 @@ def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file:
 
 
 def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | None = None, recipe: str = "cpu-30m",
-         budget: float = 3600.0, trial_budget: float = 600.0, overrides: Sequence[str] = (), seed: int | None = None,
+         budget: float | str = 3600.0, trial_budget: float | str = 600.0, overrides: Sequence[str] = (), seed: int | None = None,
          storage: str | None = None, source_file: str | None = None, data_dir: str | None = None,
-         encoding: str | None = None, eval_every: int = 500, schedule_budget: float | None = None) -> dict:
+         encoding: str | None = None, eval_every: int = 500, schedule_budget: float | str | None = None) -> dict:
     """Tunes `model` on validation in this process, as `bert4rec-tune --jobs 1` does (docs/tuning.md).
 
     Calling it again on the same `study_dir` continues the study (a larger `budget` tunes on).
@@ -198,8 +199,8 @@ def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | N
         dataset, model, loss, recipe, overrides, seed, source_file, data_dir, encoding: as `train`;
             `recipe` is where every trial starts, `overrides` ("key=value") are fixed for every trial.
         study_dir: the study's folder (study.json, study.db, trials/, best.flags, figures).
-        budget: seconds of trials in total (training and validation).
-        trial_budget: each trial's seconds of training and validation.
+        budget: seconds of trials in total (training and validation), or a duration such as "1h".
+        trial_budget: each trial's seconds of training and validation (or a duration).
         schedule_budget: the time budget in seconds the trials' learning-rate schedule is fitted to
             (default: the recipe's, as the test run trains it).
         storage: a database URL for the trials (default: SQLite in `study_dir`).
@@ -210,8 +211,10 @@ def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | N
         "best_flags": the flag file for `bert4rec-train --flagfile`, "figures": paths}.
 
     Raises:
-        ValueError: for a model with nothing to tune, budgets that hold no trial, a folder holding
-            another study, or when no trial completed.
+        ValueError: before anything is written, for an argument the command would refuse (budgets
+            that are not positive finite seconds or durations, a storage that cannot be opened), a
+            model with nothing to tune, budgets that hold no trial, a folder holding another
+            study or bound to other data or another storage, or when no trial completed.
     """
     from bert4rec_tf.tuning.study import new_settings
     from bert4rec_tf.tuning.study import tune as run_study

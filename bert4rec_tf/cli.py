@@ -168,13 +168,46 @@ def flag_overrides(config: list[str], values: dict[str, object]) -> list[str]:
     for not given}), then `--time_budget`'s, in seconds.
 
     Raises:
-        ValueError: for a `--time_budget` that is not a duration.
+        ValueError: for a `--time_budget` that is not a duration, or a flag and a `--config` item that
+            set the same field to different values (the flag would win without a word).
     """
     overrides = list(config)
+    for name in OVERRIDE_FLAGS:
+        if values.get(name) is None:
+            continue
+        for item in config:
+            key, _, value = item.partition("=")
+            if key.strip().split(".")[-1] == name and not _same_value(value, values[name]):
+                raise ValueError(f"--{name} {values[name]} and --config {item.strip()} set {name} to different "
+                                 "values: give one of them")
     overrides += [f"{name}={values[name]}" for name in OVERRIDE_FLAGS if values.get(name) is not None]
     if values.get("time_budget") is not None:
         overrides.append(f"time_budget={parse_duration(str(values['time_budget']))}")
     return overrides
+
+
+def check_jobs(jobs: int) -> None:
+    """Refuses `bert4rec-tune --jobs` below 1 or above the cores this process may use: each trial needs
+    one, or two trials on one core are each judged on half the compute their budget implies.
+
+    Raises:
+        ValueError: one line naming the flag, the value and the cores.
+    """
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    if jobs > len(cores):
+        raise ValueError(f"--jobs {jobs} runs more trials at once than the {len(cores)} core(s) this process may use "
+                         f"({', '.join(map(str, cores))}): each trial needs a core of its own, or it trains on a "
+                         f"fraction of the compute its budget implies; give --jobs {len(cores)} or fewer")
+
+
+def _same_value(text: str, value: object) -> bool:
+    """Whether a `--config` value `text` is the flag's `value` (numbers compared as numbers)."""
+    try:
+        return float(text) == float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return text.strip() == str(value)
 
 
 def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
@@ -210,6 +243,9 @@ def experiment_config(dataset: str, overrides: list[str], seed: int | None = Non
         given[field] = f"{key}={value.strip()}"
     if seed is not None:
         config.override("data.seed", seed)
+    if not 0 <= config.data.seed < 2**32:
+        raise ValueError(f"{'--seed' if seed is not None else '--config data.seed'} must be a whole number from 0 to "
+                         f"{2**32 - 1}, got {config.data.seed}")
     if encoding is not None:
         config.override("data.encoding", encoding)
     validate(config)
@@ -301,7 +337,7 @@ def parse_duration(text: str, flag: str = "--time_budget") -> float:
     return hours * 3600 + minutes * 60 + seconds
 
 
-def _debugging() -> bool:
+def debugging() -> bool:
     """Whether --debug was given (False before the flags are parsed)."""
     return flags.FLAGS.is_parsed() and flags.FLAGS.debug
 
@@ -329,7 +365,7 @@ def guarded(run: Callable[[], int | None], loads_tensorflow: bool = False) -> in
     imported first, its native INFO lines held back (`bert4rec_tf.console.quiet_native_import`).
     """
     logging.getLogger("bert4rec_tf").setLevel(logging.INFO)
-    quiet = not (_debugging() or (flags.FLAGS.is_parsed() and flags.FLAGS.verbose))
+    quiet = not (debugging() or (flags.FLAGS.is_parsed() and flags.FLAGS.verbose))
     if quiet:
         quiet_libraries()
     try:
@@ -337,19 +373,19 @@ def guarded(run: Callable[[], int | None], loads_tensorflow: bool = False) -> in
             import_tensorflow_quietly()
         status = run()
     except ModuleNotFoundError as error:
-        if (error.name or "").split(".")[0] != "tensorflow" or _debugging():
+        if (error.name or "").split(".")[0] != "tensorflow" or debugging():
             raise
         print(f"error: TensorFlow is not installed ({error}): install the package with one of its TensorFlow "
               "extras, pip install -e \".[cpu]\" or, with an NVIDIA GPU, pip install -e \".[gpu]\"", file=sys.stderr)
         return 1
     except (DataError, ValueError, OSError) as error:
-        if _debugging():
+        if debugging():
             raise
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as interruption:
-        if _debugging():
+        if debugging():
             raise
         print(f"\n{interruption.args[0] if interruption.args else 'interrupted'}", file=sys.stderr)
         return 130

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 from absl import flags
 
@@ -61,21 +62,26 @@ def _settings():
 def _run() -> None:
     from bert4rec_tf.tuning import study as tuning
 
-    if FLAGS.jobs < 1:
-        raise ValueError(f"--jobs must be at least 1, got {FLAGS.jobs}")
+    cli.check_jobs(FLAGS.jobs)
     settings = _settings()
     study_dir = FLAGS.study_dir or os.path.join("studies", settings.name)
     if FLAGS.worker is not None:
         _pin(FLAGS.worker)
-        tuning.run_worker(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
-                          FLAGS.worker)
+        try:
+            tuning.run_worker(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding)
+        except KeyboardInterrupt:
+            raise SystemExit(130) from None  # the command that started the workers says it once
         return
     print(f"study {settings.name} in {study_dir}: {cli.format_duration(settings.budget)} of trials of "
           f"{cli.format_duration(settings.trial_budget)} each (of a {cli.format_duration(settings.schedule)} "
           f"schedule), {FLAGS.jobs} at once; searching "
           + ", ".join(f"{key} {text}" for key, text in settings.space.items()), flush=True)
-    done = tuning.tune(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
-                       workers=None if FLAGS.jobs == 1 else lambda: _run_workers(study_dir))
+    try:
+        done = tuning.tune(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
+                           workers=None if FLAGS.jobs == 1 else lambda: _run_workers(study_dir))
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"interrupted: the study in {study_dir} is kept, and a running trial trains on from "
+                                "its last checkpoint; run the same command again to continue it") from None
     counts = ", ".join(f"{count} {state}" for state, count in done["trials"].items())
     best = done["best"]
     print(f"trials: {counts}; {cli.format_duration(done['spent_seconds'])} of trials spent")
@@ -111,8 +117,14 @@ def _run_workers(study_dir: str) -> None:
     try:
         codes = [worker.wait() for worker in workers]
     except KeyboardInterrupt:
+        # The workers had Ctrl-C too: each queues its trial again and ends; one that does not in time is
+        # killed (its trial is retried once its heartbeat is stale).
+        deadline = time.monotonic() + 30
         for worker in workers:
-            worker.kill()
+            try:
+                worker.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                worker.kill()
         raise
     if any(codes):
         raise ValueError(f"a tuning worker failed (exit statuses {codes}); run the same command again to continue")

@@ -21,10 +21,10 @@ def write_report(study_dir: str, study, rungs: list[int]) -> list[str]:
     import optuna
 
     from bert4rec_tf.files import atomic_path
-    from bert4rec_tf.tuning.trials import spent_seconds
+    from bert4rec_tf.tuning.trials import counted, spent_seconds
 
     metric = "/".join(SELECTION_METRIC)
-    trials = sorted(study.get_trials(deepcopy=False), key=lambda trial: trial.number)
+    trials = sorted(counted(study.get_trials(deepcopy=False)), key=lambda trial: trial.number)
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     finished = [trial for trial in trials if trial.state.is_finished()]
     best, xs, ys = None, [], []

@@ -6,6 +6,11 @@
         trials/<number>/    each trial's run folder (`bert4rec-train`'s, without test or export)
         best.flags          the chosen configuration, a flag file for `bert4rec-train --flagfile`
 
+A study folder is bound like a run folder: to what it tunes (study.json's `BINDING` fields), to the
+data it tunes on (the source's identity, each attribute file's contents and the prepared data's key)
+and to its storage (`storage.storage_record`). A command that gives another of any of them for the
+same folder is refused in one line naming what differs, before anything is written.
+
 Each trial is an ordinary time-budgeted run in its own folder, trained with the settings the sampler
 chose: the first `trial_budget` seconds (`train.stop_after`) of a run of the test run's budget
 (`schedule_budget`, `train.time_budget`), so that its learning rate follows the schedule the chosen
@@ -25,8 +30,9 @@ read: the study chooses on validation only.
 What survives a kill: Optuna's database storage with heartbeats. A trial whose process died stops
 beating; once its heartbeat is older than `GRACE_SECONDS` Optuna marks it failed and queues a copy of
 it (`RetryHeartbeatStaleTrialCallback`), which trains on in the same run folder from its last
-checkpoint (the folder is named by the original trial's number). A finished trial's value is in the
-database before its process moves on, so it is never trained or counted again.
+checkpoint (the folder is named by the original trial's number); so does a trial stopped by Ctrl-C.
+A finished trial's value is in the database before its process moves on, so it is never trained or
+counted again. Every other trial is a new draw that no trial of the study has had (`draws`).
 
 The budget is the sum of the trials' training and validation seconds (one core each), counted once
 per run folder, so that a resumed trial's time is not counted twice. No trial starts once it is
@@ -36,6 +42,7 @@ reached; those running finish (so a study overruns by up to a trial).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 import socket
@@ -44,12 +51,15 @@ import time
 from typing import Any, Sequence
 
 from bert4rec_tf import cli
+from bert4rec_tf.config.sections import FEATURE_FIELDS
 from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.tasks import task_of_preset
+from bert4rec_tf.tuning.draws import STARTUP_TRIALS, SpaceExhausted, draw_new, taken_settings
 from bert4rec_tf.tuning.space import (Derived, SearchSpace, around, check_space, starting_point, suggest,
                                       without_fixed)
-from bert4rec_tf.tuning.trials import original_number, spent_seconds
+from bert4rec_tf.tuning.storage import check_storage, describe, storage_record, study_lock, study_storage
+from bert4rec_tf.tuning.trials import counted, original_number, spent_seconds
 
 # Heartbeats of running trials, and how old one may be before its trial counts as dead.
 HEARTBEAT_SECONDS = 5
@@ -81,6 +91,8 @@ class StudySettings:
         stop_in_warmup: whether the pruner may stop a trial still in its learning-rate warm-up
             (`warmup_steps`). A new study's is True; False is the older rule, which spared such a
             trial (that of a study.json without the field).
+        storage: where the trials are (`storage.storage_record`; "" before the folder is bound).
+        data: the data the study tunes on (`data_record`; empty before the folder is bound).
     """
 
     dataset: str
@@ -96,6 +108,8 @@ class StudySettings:
     space: dict[str, str] = dataclasses.field(default_factory=dict)
     schedule_budget: float | None = None
     stop_in_warmup: bool = False
+    storage: str = ""
+    data: dict = dataclasses.field(default_factory=dict)
 
     @property
     def schedule(self) -> float:
@@ -116,40 +130,89 @@ def _optuna():
     import optuna
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    for handler in logging.getLogger("optuna").handlers:
+        if not any(isinstance(item, _OneLine) for item in handler.filters):
+            handler.addFilter(_OneLine())
     return optuna
 
 
-def study_storage(study_dir: str, storage: str | None):
-    """Optuna's RDB storage: `storage` (a database URL), else SQLite in `study_dir`, with heartbeats
-    and the retry of a dead trial."""
-    optuna = _optuna()
+class _OneLine(logging.Filter):
+    """Keeps Optuna's log lines to their message: a failed trial's cause is one line (its error, also
+    in the trial's `error` attribute), not a traceback; `--debug` shows tracebacks."""
 
-    url = storage or f"sqlite:///{os.path.abspath(os.path.join(study_dir, 'study.db'))}"
-    return optuna.storages.RDBStorage(
-        url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
-        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
-            inherit_intermediate_values=True))
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not cli.debugging():
+            record.exc_info, record.exc_text = None, None
+        return True
 
 
-def bind(study_dir: str, settings: StudySettings) -> StudySettings:
-    """Writes study.json for a new study folder, or checks that an existing one is this study (its
-    recorded budget may be raised: a larger `budget` tunes on). An existing study keeps the pruning
-    rule it was made with (`stop_in_warmup`), which the returned settings carry.
+def data_record(prepared, data_config) -> dict:
+    """What binds a study to its data: the source's identity, the prepared data's key (which holds the
+    data settings and every attribute file's contents and encoding) and, per attribute file of
+    `data_config`, its path and contents ("file-<SHA-256 prefix>"), so that a refusal can name it."""
+    from bert4rec_tf.data.download import sha256_of
+
+    files = {field: {"path": os.path.abspath(getattr(data_config, field)),
+                     "contents": "file-" + sha256_of(getattr(data_config, field))[:16]}
+             for field in FEATURE_FIELDS if getattr(data_config, field, "")}
+    return {"source": prepared.metadata["source"]["identity"],
+            "data_key": os.path.basename(os.path.normpath(prepared.directory)), "files": files}
+
+
+def bind(study_dir: str, settings: StudySettings, storage: str | None = None, data: dict | None = None
+         ) -> StudySettings:
+    """Writes study.json for a new study folder, or checks that an existing one is this study, on this
+    data (`data_record`; None: not checked) in this storage (its recorded budget may be raised: a larger
+    `budget` tunes on). An existing study keeps the pruning rule it was made with (`stop_in_warmup`),
+    which the returned settings carry. A folder of older code that recorded no storage or data takes
+    this command's.
 
     Raises:
-        ValueError: one line naming the first binding field that differs.
+        ValueError: one line naming the first binding that differs and the way out; nothing is written.
     """
     path = os.path.join(study_dir, STUDY_FILE)
+    settings = dataclasses.replace(settings, storage=storage_record(storage), data=data or {})
     if os.path.isfile(path):
         recorded = read_json(path, "study settings")
         for key in BINDING:
             if recorded.get(key) != dataclasses.asdict(settings)[key]:
                 raise ValueError(f"{study_dir} holds another study: its {key} is {recorded.get(key)!r}, this command's "
                                  f"{dataclasses.asdict(settings)[key]!r}; use another --study_dir")
+        if recorded.get("storage") and recorded["storage"] != settings.storage:
+            raise ValueError(f"{study_dir} keeps its trials in {describe(recorded['storage'])}, this command in "
+                             f"{describe(settings.storage)}: give the same --storage again, or use another --study_dir")
+        if data is None or not recorded.get("data"):
+            settings = dataclasses.replace(settings, data=recorded.get("data") or settings.data)
+        else:
+            _check_data(study_dir, recorded["data"], settings.data)
         settings = dataclasses.replace(settings, stop_in_warmup=bool(recorded.get("stop_in_warmup", False)))
     os.makedirs(study_dir, exist_ok=True)
     write_json_atomic(path, dataclasses.asdict(settings))
     return settings
+
+
+def _check_data(study_dir: str, recorded: dict, data: dict) -> None:
+    """Refuses `data` (`data_record`) when it is not the data `recorded` for the study in `study_dir`,
+    naming what differs: the source file, an attribute file, or the prepared data.
+
+    Raises:
+        ValueError: one line.
+    """
+    way_out = "use another --study_dir for this data, or give the study's own again"
+    if recorded.get("source") != data["source"]:
+        raise ValueError(f"{study_dir} was tuned on another source file (identity {recorded.get('source')}, this "
+                         f"command's {data['source']}): {way_out}")
+    theirs, ours = recorded.get("files", {}), data["files"]
+    for field in sorted(set(theirs) | set(ours)):
+        before, now = theirs.get(field), ours.get(field)
+        if (before or {}).get("contents") != (now or {}).get("contents"):
+            was = f"{before['path']} (contents {before['contents']})" if before else "none"
+            given = f"{now['path']} (contents {now['contents']})" if now else "none"
+            raise ValueError(f"{study_dir} was tuned with another --config {field}: the study's was {was}, this "
+                             f"command's is {given}: {way_out}")
+    if recorded.get("data_key") != data["data_key"]:
+        raise ValueError(f"{study_dir} was tuned on other prepared data (data key {recorded.get('data_key')}, this "
+                         f"command's {data['data_key']}): {way_out}")
 
 
 def _frozen(trial):
@@ -275,77 +338,162 @@ def rung_seconds(settings: StudySettings, within_trial: bool = True) -> list[int
     return rungs
 
 
-def open_study(study_dir: str, settings: StudySettings, storage: str | None, worker: int = 0):
-    """The Optuna study of `settings` in its storage (created on first use), with its sampler (TPE,
-    seeded per worker, a constant liar for trials running in parallel) and its pruner (successive
-    halving over seconds)."""
+def open_study(study_dir: str, settings: StudySettings, storage: str | None, encoding: str | None = None):
+    """The Optuna study of `settings` in its storage (created on first use), with its pruner
+    (successive halving over seconds). Each trial it starts is a queued one (the recipe's, a retry
+    of a trial whose process died) or a new draw (`draws.draw_new`), taken under the study folder's
+    lock (`_taking_trials_in_turn`)."""
     optuna = _optuna()
 
-    seed = (settings.seed or 0) * 1000 + worker
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True)
     pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=_first_rung(settings), reduction_factor=REDUCTION)
-    study = optuna.create_study(study_name=settings.name, storage=study_storage(study_dir, storage), sampler=sampler,
-                                pruner=pruner, direction="maximize", load_if_exists=True)
-    return _serialised_pops(study, study_dir)
+    # Every trial's settings are drawn by `draw_new` and queued: the study's own sampler never draws.
+    sampler = optuna.samplers.TPESampler(seed=settings.seed, n_startup_trials=STARTUP_TRIALS, constant_liar=True)
+    study = optuna.create_study(study_name=settings.name, storage=study_storage(study_dir, storage, HEARTBEAT_SECONDS,
+                                                                                 GRACE_SECONDS),
+                                sampler=sampler, pruner=pruner, direction="maximize", load_if_exists=True)
+    config = start_config(settings, encoding)
+    space = searched(settings, config)
+    return _taking_trials_in_turn(study, study_dir, lambda: draw_new(study, space, config, settings.seed))
 
 
-def _serialised_pops(study, study_dir: str):
-    """`study`, whose taking of a queued trial (the recipe's, a dead trial's retry) is serialised across
-    this machine's processes by a lock file in `study_dir`.
+def _taking_trials_in_turn(study, study_dir: str, draw):
+    """`study`, whose taking of its next trial is serialised across this machine's processes by the
+    study folder's lock (`storage.study_lock`): a queued trial if there is one (a second retry of the
+    same dead trial, which two processes can queue at once, is failed as a duplicate and skipped),
+    else the settings `draw()` returns, queued and taken.
 
     Optuna takes a queued (WAITING) trial by reading its state, then writing RUNNING; SQLite does not
-    lock the row it read, so two workers starting at once both took the recipe's trial and one failed
-    it under the other (seen in the two-process test). Under the lock the second reads RUNNING and
-    takes a new trial. This wraps `Study._pop_waiting_trial_id`, an Optuna internal that `Study.ask`
-    calls; without it (another Optuna) the study refuses to start rather than race.
+    lock the row it read, so two workers starting at once could take the same trial. This wraps
+    `Study._pop_waiting_trial_id`, an Optuna internal that `Study.ask` calls; without it (another
+    Optuna) the study refuses to start rather than race.
     """
-    import fcntl
+    optuna = _optuna()
 
     pop = getattr(study, "_pop_waiting_trial_id", None)
     if pop is None:
         raise ValueError("this Optuna has no Study._pop_waiting_trial_id: bert4rec-tune cannot serialise its "
-                         "workers' taking of queued trials; install the Optuna this package was tested with (5.1)")
-    lock = os.path.join(study_dir, ".queue.lock")
+                         "workers' taking of trials; install the Optuna this package was tested with (5.1)")
 
-    def locked():
-        with open(lock, "a", encoding="utf-8") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                return pop()
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def taken():
+        with study_lock(study_dir):
+            optuna.storages.fail_stale_trials(study)
+            while True:
+                trial_id = pop()
+                if trial_id is None:
+                    break
+                if not _second_retry(study, trial_id):
+                    return trial_id
+            study.enqueue_trial(draw())
+            return pop()
 
-    study._pop_waiting_trial_id = locked
+    study._pop_waiting_trial_id = taken
     return study
 
 
+def _second_retry(study, trial_id: int) -> bool:
+    """Whether the trial `trial_id` (just taken) retries a run folder that another trial already
+    continues (running, or ended other than failed) or that an earlier queued retry will: it is then
+    failed, marked `duplicate`, and not counted."""
+    states = _optuna().trial.TrialState
+    trials = study.get_trials(deepcopy=False)
+    trial = next(item for item in trials if item._trial_id == trial_id)
+    if "failed_trial" not in trial.system_attrs:
+        return False
+    folder = original_number(trial)
+    others = [item for item in trials if item.number != trial.number and item.number != folder
+              and original_number(item) == folder]
+    if not any(item.state in (states.RUNNING, states.COMPLETE, states.PRUNED)
+               or (item.state == states.WAITING and item.number < trial.number) for item in others):
+        return False
+    study._storage.set_trial_user_attr(trial_id, "duplicate", True)
+    study._storage.set_trial_state_values(trial_id, state=states.FAIL)
+    return True
+
+
+def start(study_dir: str, settings: StudySettings, storage: str | None, data_dir: str | None,
+          source_file: str | None, encoding: str | None) -> tuple[StudySettings, Any]:
+    """Checks the study folder and storage, prepares the data (once, before any trial: a bad file is
+    one error here, not a failed trial each), binds the folder (`bind`) and opens the study.
+
+    Returns:
+        the bound settings and the Optuna study.
+
+    Raises:
+        ValueError: one line, with nothing written to the study folder or its database.
+    """
+    from bert4rec_tf.data.prepare import prepare
+
+    if os.path.exists(study_dir) and not os.path.isdir(study_dir):
+        raise ValueError(f"--study_dir {study_dir} is a file, not a folder: give a folder for the study")
+    check_storage(study_dir, storage)
+    data = start_config(settings, encoding).data
+    settings = bind(study_dir, settings, storage, data_record(prepare(data, data_dir, source_file), data))
+    return settings, open_study(study_dir, settings, storage, encoding)
+
+
 def run_worker(study_dir: str, settings: StudySettings, storage: str | None, data_dir: str | None,
-               source_file: str | None, encoding: str | None, worker: int = 0) -> None:
-    """Runs trials of the study until its budget is spent, then waits for the trials other processes
-    run (a dead one is failed after `GRACE_SECONDS` and its retry run here). The study folder is
-    bound first (`bind`), so that a worker judges by the study's own pruning rule."""
+               source_file: str | None, encoding: str | None) -> None:
+    """Binds the study (`start`) and runs its trials in this process (`work`)."""
+    settings, study = start(study_dir, settings, storage, data_dir, source_file, encoding)
+    work(study_dir, settings, study, data_dir, source_file, encoding)
+
+
+def work(study_dir: str, settings: StudySettings, study, data_dir: str | None, source_file: str | None,
+         encoding: str | None) -> None:
+    """Runs trials of the study until its budget is spent (or its space is exhausted), then waits for
+    the trials other processes run (a dead one is failed after `GRACE_SECONDS` and its retry run
+    here). A trial stopped by Ctrl-C is queued again, to train on from its last checkpoint when the
+    study goes on, and the KeyboardInterrupt goes on up."""
     optuna = _optuna()
 
-    settings = bind(study_dir, settings)
-    study = open_study(study_dir, settings, storage, worker)
     objective = make_objective(study_dir, settings, data_dir, source_file, encoding)
     states = optuna.trial.TrialState
     failures = 0
     while True:
         optuna.storages.fail_stale_trials(study)
-        trials = study.get_trials(deepcopy=False)
+        trials = counted(study.get_trials(deepcopy=False))
         waiting = any(trial.state == states.WAITING for trial in trials)
         if waiting or spent_seconds(trials) < settings.budget:
-            study.optimize(objective, n_trials=1, catch=(ValueError,), gc_after_trial=True)
-            last = max(study.get_trials(deepcopy=False), key=lambda trial: trial.number)
-            failures = failures + 1 if last.state == states.FAIL else 0
+            ran: list = []
+            try:
+                study.optimize(objective, n_trials=1, catch=(ValueError,), gc_after_trial=True,
+                               callbacks=[lambda _, trial: ran.append(trial)])
+            except SpaceExhausted as exhausted:
+                print(f"{exhausted}; the study ends", flush=True)
+                return
+            except KeyboardInterrupt:
+                _queue_interrupted(study)
+                raise
+            failures = failures + 1 if ran and ran[0].state == states.FAIL else 0
             if failures >= MAX_FAILURES_IN_A_ROW:
-                raise ValueError(f"{failures} trials in a row failed (the last: {last.user_attrs.get('error', '?')}); "
-                                 f"see {study_dir}/trials")
+                raise ValueError(f"{failures} trials in a row failed (the last: {ran[0].user_attrs.get('error', '?')}); "
+                                 f"their run folders are in {os.path.join(study_dir, 'trials')}")
             continue
         if not any(trial.state == states.RUNNING for trial in trials):
             return
         time.sleep(HEARTBEAT_SECONDS)
+
+
+def _queue_interrupted(study) -> None:
+    """Queues a retry of the trials of this process that Ctrl-C failed, as for a dead process: each
+    trains on in its run folder when the study goes on."""
+    optuna = _optuna()
+
+    process = f"{socket.gethostname()}:{os.getpid()}"
+    retried = {original_number(trial) for trial in study.get_trials(deepcopy=False)
+               if trial.state in (optuna.trial.TrialState.WAITING, optuna.trial.TrialState.RUNNING)}
+    for trial in study.get_trials(deepcopy=True):
+        if (trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs.get("process") == process
+                and "error" not in trial.user_attrs and not trial.user_attrs.get("duplicate")
+                and original_number(trial) not in retried and _last_of_folder(study, trial)):
+            optuna.storages.RetryHeartbeatStaleTrialCallback(inherit_intermediate_values=True)(study, trial)
+
+
+def _last_of_folder(study, trial) -> bool:
+    """Whether `trial` is the newest trial of its run folder."""
+    folder = original_number(trial)
+    return trial.number == max(item.number for item in study.get_trials(deepcopy=False)
+                               if original_number(item) == folder)
 
 
 def best_trial(study):
@@ -374,16 +522,17 @@ def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
 
 
 def summary(study, settings: StudySettings | None = None) -> dict:
-    """Counts of the study's trials by state, the trials' seconds (`spent_seconds`) and the wall time
+    """Counts of the study's trials by state (`counted`), the trials' seconds (`spent_seconds`) and the wall time
     from the first trial's start to the last one's end, the budgets of `settings`, how the recipe's
     trial ended ("start": its number, state and value), the best trial's number, value and
-    settings, whether a trial could be stopped in its warm-up ("stop_in_warmup"), and how many
+    settings, whether a trial could be stopped in its warm-up ("stop_in_warmup"), the data it tuned on
+    ("data": the source's identity and the prepared data's key, `data_record`), and how many
     seconds past its rung each judgement of a trial was ("at_rungs": their
     count, median and maximum; trials of older code, which did not validate at the rungs and could
     be judged minutes past one, kept no record of it)."""
     optuna = _optuna()
 
-    trials = study.get_trials(deepcopy=False)
+    trials = counted(study.get_trials(deepcopy=False))
     counts = {state.name.lower(): sum(trial.state == state for trial in trials) for state in optuna.trial.TrialState}
     starts = [trial.datetime_start for trial in trials if trial.datetime_start]
     ends = [trial.datetime_complete for trial in trials if trial.datetime_complete]
@@ -391,7 +540,9 @@ def summary(study, settings: StudySettings | None = None) -> dict:
     best = best_trial(study)
     budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget,
                                            "schedule_budget": settings.schedule,
-                                           "stop_in_warmup": settings.stop_in_warmup}
+                                           "stop_in_warmup": settings.stop_in_warmup,
+                                           "data": {key: settings.data[key] for key in ("source", "data_key")
+                                                    if key in settings.data}}
     # The recipe's trial (`enqueue_start`) as it ended: a retry of it ends where its original did not.
     starts = [trial for trial in trials if trial.user_attrs.get("start") == "recipe" and trial.state.is_finished()]
     start = next((trial for trial in reversed(starts) if trial.state != optuna.trial.TrialState.FAIL),
@@ -423,13 +574,26 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
     `schedule_budget` None is the test run's: the time budget of the recipe under the overrides, or
     the trial budget when that has none (a recipe of steps).
 
+    Budgets are seconds, or durations such as "10m" (`cli.parse_duration`).
+
     Raises:
-        ValueError: one line naming what is wrong.
+        ValueError: one line naming the argument (as `bert4rec-tune`'s flag) and what is wrong.
     """
     task = task_of_preset(model)
     if not task.search_space(model):
         raise ValueError(f"{model} has nothing to tune (its search space is empty)")
-    if trial_budget <= 0 or budget < trial_budget:
+    budget, trial_budget = _seconds(budget, "--budget"), _seconds(trial_budget, "--trial_budget")
+    if schedule_budget is not None:
+        schedule_budget = _seconds(schedule_budget, "--schedule_budget")
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
+        raise ValueError(f"--eval_every must be a whole number of steps, at least 1, got {eval_every!r}")
+    if min_resource is not None:
+        min_resource = _seconds(min_resource, "--min_resource")
+        if min_resource >= trial_budget:
+            raise ValueError(f"--min_resource ({cli.format_duration(min_resource)}) must be below --trial_budget "
+                             f"({cli.format_duration(trial_budget)}): the pruner judges a trial first at "
+                             "--min_resource, and no trial would reach it (default: a ninth of --trial_budget)")
+    if budget < trial_budget:
         raise ValueError(f"--budget ({cli.format_duration(budget)}) must hold at least one --trial_budget "
                          f"({cli.format_duration(trial_budget)})")
     if schedule_budget is None:
@@ -450,6 +614,21 @@ def new_settings(dataset: str, model: str, loss: str | None, recipe: str, budget
                          "nothing is left to tune")
     settings.space = {key: param.describe() for key, param in space.items()}
     return settings
+
+
+def _seconds(value, flag: str) -> float:
+    """`value` in seconds: a duration such as "10m", or a positive finite number.
+
+    Raises:
+        ValueError: naming `flag` and the value.
+    """
+    if isinstance(value, str):
+        value = cli.parse_duration(value, flag)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{flag} must be seconds or a duration such as 10m, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{flag} must be a positive, finite number of seconds, got {value!r}")
+    return float(value)
 
 
 def start_config(settings: StudySettings, encoding: str | None = None):
@@ -478,8 +657,8 @@ def enqueue_start(study, settings: StudySettings, encoding: str | None = None) -
     budget is spent: the chosen configuration is then never one that validates below the recipe at
     the trial budget. Returns a line saying so (and what the trial trains unlike the recipe), or None."""
     params, differs = starting_point_of(settings, encoding)
-    trials = study.get_trials(deepcopy=False)
-    if not params or spent_seconds(trials) >= settings.budget or params in [trial.params for trial in trials]:
+    trials = counted(study.get_trials(deepcopy=False))
+    if not params or spent_seconds(trials) >= settings.budget or params in taken_settings(trials):
         return None
     study.enqueue_trial(params, user_attrs={"start": "recipe"})
     unlike = "; ".join(f"{key} {ours if ours is not None else 'sampled'} (the recipe's {theirs})"
@@ -497,7 +676,7 @@ def write_best(study_dir: str, settings: StudySettings, study) -> str | None:
         return None
     path = os.path.join(study_dir, BEST_FLAGS)
     with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(best_flags(settings, trial, study.get_trials(deepcopy=False)))
+        handle.write(best_flags(settings, trial, counted(study.get_trials(deepcopy=False))))
     write_json_atomic(os.path.join(study_dir, "summary.json"), summary(study, settings))
     return path
 
@@ -514,21 +693,18 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
     figures; returns the summary with "best_flags" and "figures".
 
     Raises:
-        ValueError: for a folder holding another study, or when no trial completed.
+        ValueError: for a folder holding another study, other data or another storage (`bind`), a
+            storage that cannot be opened (`storage.check_storage`), or when no trial completed.
     """
     from bert4rec_tf.tuning.report import write_report
 
-    from bert4rec_tf.data.prepare import prepare
-
-    settings = bind(study_dir, settings)
-    # The data is prepared once, before any trial: a bad file is one error here, not a failed trial each.
-    prepare(start_config(settings, encoding).data, data_dir, source_file)
-    study = open_study(study_dir, settings, storage)
-    queued = enqueue_start(study, settings, encoding)
+    settings, study = start(study_dir, settings, storage, data_dir, source_file, encoding)
+    with study_lock(study_dir):
+        queued = enqueue_start(study, settings, encoding)
     if queued:
         print(queued, flush=True)
     if workers is None:
-        run_worker(study_dir, settings, storage, data_dir, source_file, encoding)
+        work(study_dir, settings, study, data_dir, source_file, encoding)
     else:
         workers()
     path = write_best(study_dir, settings, study)

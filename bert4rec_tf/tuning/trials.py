@@ -19,3 +19,9 @@ def spent_seconds(trials) -> float:
         key = original_number(trial)
         per_folder[key] = max(per_folder.get(key, 0.0), float(trial.user_attrs.get("seconds", 0.0)))
     return sum(per_folder.values())
+
+
+def counted(trials) -> list:
+    """The study's `trials` without the second retries of one dead trial, which were skipped without
+    training (the user attribute `duplicate`)."""
+    return [trial for trial in trials if not trial.user_attrs.get("duplicate")]

@@ -1,7 +1,8 @@
 """A study on the planted data, trained for real: trials are run folders with time budgets, the
 pruner's reports are their validation curves, best.flags trains as `bert4rec-train` does, and a
-study killed (SIGKILL) during a trial, between trials and before a trial's first checkpoint
-continues to its end with no finished trial changed or counted twice; two processes share one."""
+study killed (SIGKILL) during a trial, between trials and before a trial's first checkpoint, or
+stopped by Ctrl-C, continues to its end with no finished trial changed or counted twice and no
+setting trained twice; two workers, or two commands, share one."""
 
 from __future__ import annotations
 
@@ -108,6 +109,42 @@ def _trials(study_dir: str):
     return optuna.load_study(study_name="beauty-bpr_mf-default", storage=f"sqlite:///{study_dir}/study.db").get_trials()
 
 
+def _assert_no_setting_twice(trials) -> None:
+    """Each run folder trained one setting, and no two folders the same one: no trial shares its
+    settings with another but a retry with the trial it trains on from."""
+    by_folder: dict[str, set[str]] = {}
+    for trial in tuning.counted(trials):
+        if trial.params:
+            by_folder.setdefault(trial.user_attrs["folder"], set()).add(json.dumps(trial.params, sort_keys=True))
+    assert all(len(found) == 1 for found in by_folder.values()), by_folder
+    settings = [next(iter(found)) for found in by_folder.values()]
+    assert len(settings) == len(set(settings)), settings
+
+
+def _command(source_file: str, data_dir: str, study_dir: str, budget: str, jobs: int = 1) -> list[str]:
+    return [sys.executable, os.path.join(ROOT, "run_scripts", "tune.py"), "--dataset=beauty", "--model=bpr_mf",
+            f"--source_file={source_file}", f"--data_dir={data_dir}", f"--study_dir={study_dir}", f"--budget={budget}",
+            "--trial_budget=6s", f"--jobs={jobs}", "--eval_every=100", *(f"--config={item}" for item in FIXED)]
+
+
+def _wait_for_a_training_trial(study_dir: str, process: subprocess.Popen, timeout: float = 300) -> None:
+    """Returns once a trial of the study has validated (it is mid-training), while `process` runs."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1][-2000:]
+        if os.path.isfile(os.path.join(study_dir, "study.db")):
+            try:
+                if any(trial.state == optuna.trial.TrialState.RUNNING and trial.user_attrs.get("seconds", 0) > 0
+                       for trial in _trials(study_dir)):
+                    return
+            except (KeyError, optuna.exceptions.OptunaError):  # the study is not created yet
+                pass
+        time.sleep(0.5)
+    raise AssertionError("no trial started training")
+
+
 @pytest.mark.slow
 def test_killed_studies_continue_without_losing_or_counting_a_trial_twice(planted, tmp_path):
     source_file, data_dir = planted
@@ -146,15 +183,14 @@ def test_killed_studies_continue_without_losing_or_counting_a_trial_twice(plante
         seconds[folder] = max(seconds.get(folder, 0.0), trial.user_attrs.get("seconds", 0.0))
     assert done["spent_seconds"] == pytest.approx(sum(seconds.values()))
     assert 24.0 <= done["spent_seconds"] < 24.0 + 2 * 6.0 + 10.0
+    _assert_no_setting_twice(trials)  # the budget went to distinct settings, the kills' retries included
 
 
 @pytest.mark.slow
 def test_two_processes_share_one_study(planted, tmp_path):
     source_file, data_dir = planted
     study_dir = str(tmp_path / "study")
-    command = [sys.executable, os.path.join(ROOT, "run_scripts", "tune.py"), "--dataset=beauty", "--model=bpr_mf",
-               f"--source_file={source_file}", f"--data_dir={data_dir}", f"--study_dir={study_dir}", "--budget=36s",
-               "--trial_budget=6s", "--jobs=2", "--eval_every=100", *(f"--config={item}" for item in FIXED)]
+    command = _command(source_file, data_dir, study_dir, "36s", jobs=2)
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
     trials = _trials(study_dir)
@@ -163,6 +199,63 @@ def test_two_processes_share_one_study(planted, tmp_path):
     folders = [trial.user_attrs["folder"] for trial in trials]
     assert len(folders) == len(set(folders))  # none ran twice
     assert "best: trial" in result.stdout and os.path.isfile(os.path.join(study_dir, "best.flags"))
+    _assert_no_setting_twice(trials)
+
+
+@pytest.mark.slow
+def test_two_commands_on_one_study_draw_apart(planted, tmp_path):
+    """Two tuner commands started together on one study, each a worker 0 of the same seed, draw apart."""
+    source_file, data_dir = planted
+    study_dir = str(tmp_path / "study")
+    command = _command(source_file, data_dir, study_dir, "30s")
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+    results = [process.communicate(timeout=900) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], [err[-2000:] for _, err in results]
+    trials = _trials(study_dir)
+    assert len({trial.user_attrs["process"] for trial in trials}) == 2
+    _assert_no_setting_twice(trials)
+
+
+@pytest.mark.slow
+def test_two_workers_killed_then_run_again_train_no_setting_twice(planted, tmp_path):
+    """`--jobs 2` killed (SIGKILL, the command and its workers) mid-trial and run again: each dead trial is
+    retried once, in its own folder, by one of the two workers, and no setting is drawn twice."""
+    source_file, data_dir = planted
+    study_dir = str(tmp_path / "study")
+    command = _command(source_file, data_dir, study_dir, "36s", jobs=2)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    _wait_for_a_training_trial(study_dir, process)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    trials = _trials(study_dir)
+    retried = [trial for trial in tuning.counted(trials) if "failed_trial" in trial.system_attrs]
+    assert retried and len({trial.system_attrs["failed_trial"] for trial in retried}) == len(retried)
+    _assert_no_setting_twice(trials)
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_in_one_line_and_the_same_command_trains_the_trial_on(planted, tmp_path):
+    source_file, data_dir = planted
+    study_dir = str(tmp_path / "study")
+    command = _command(source_file, data_dir, study_dir, "18s")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_a_training_trial(study_dir, process)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1] == (f"interrupted: the study in {study_dir} is kept, and a running trial trains "
+                                            "on from its last checkpoint; run the same command again to continue it")
+    [interrupted] = [trial for trial in _trials(study_dir) if trial.state == optuna.trial.TrialState.FAIL]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    trials = _trials(study_dir)
+    [retry] = [trial for trial in trials if trial.system_attrs.get("failed_trial") == interrupted.number]
+    assert retry.state.is_finished() and retry.user_attrs["folder"] == interrupted.user_attrs["folder"]
+    _assert_no_setting_twice(trials)
 
 
 _ASKING_WORKER = textwrap.dedent("""

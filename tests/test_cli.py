@@ -1,0 +1,40 @@
+"""The command-line helpers' checks: a seed out of range named by its flag, a flag and a `--config`
+item that set one field to different values, `bert4rec-tune --jobs` beyond the usable cores."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bert4rec_tf import cli
+
+
+def test_a_seed_out_of_range_is_refused_naming_its_flag():
+    with pytest.raises(ValueError, match=r"^--seed must be a whole number from 0 to 4294967295, got -1$"):
+        cli.experiment_config("beauty", [], seed=-1)
+    with pytest.raises(ValueError, match=rf"^--config data.seed must be a whole number from 0 to 4294967295, got {2**32}$"):
+        cli.experiment_config("beauty", [f"data.seed={2**32}"])
+
+
+def test_a_flag_and_a_config_item_that_disagree_are_refused():
+    """`--max_len 20 --config max_len=0` would train at 20 without a word (flags apply after --config)."""
+    with pytest.raises(ValueError) as caught:
+        cli.flag_overrides(["max_len=0"], {"max_len": 20})
+    assert str(caught.value) == "--max_len 20 and --config max_len=0 set max_len to different values: give one of them"
+    with pytest.raises(ValueError, match="--learning_rate 0.002 and --config train.learning_rate=1e-3"):
+        cli.flag_overrides(["train.learning_rate=1e-3"], {"learning_rate": 0.002})
+    assert cli.flag_overrides(["learning_rate=2e-3", "hidden_size=32"], {"learning_rate": 0.002}) == [
+        "learning_rate=2e-3", "hidden_size=32", "learning_rate=0.002"]  # the same value twice is no conflict
+
+
+def test_more_jobs_than_usable_cores_is_refused(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {3})
+    cli.check_jobs(1)
+    with pytest.raises(ValueError) as refused:
+        cli.check_jobs(3)
+    assert str(refused.value) == ("--jobs 3 runs more trials at once than the 1 core(s) this process may use (3): each "
+                                  "trial needs a core of its own, or it trains on a fraction of the compute its budget "
+                                  "implies; give --jobs 1 or fewer")
+    with pytest.raises(ValueError, match="--jobs must be at least 1, got 0"):
+        cli.check_jobs(0)
