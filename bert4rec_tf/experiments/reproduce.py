@@ -185,11 +185,34 @@ def chosen_flags(run, args: argparse.Namespace) -> list[str] | None:
         if given.get(flag) != value:
             raise ValueError(f"run {run.name}: its study {path} was made with {flag} {given.get(flag)}, the run "
                              f"trains {value}: give another --studies or tune it again")
+    _check_study_data(run, args, os.path.dirname(path))
     flags = []
     for line in lines:
         if line.startswith("--config="):
             flags += ["--config", line[len("--config="):]]
     return flags
+
+
+def _check_study_data(run, args: argparse.Namespace, folder: str) -> None:
+    """Refuses the study in `folder` when it tuned on another source file than the one this command
+    gives the tuned `run`'s data set (its summary.json's "data"; a study of older code recorded
+    none). Only the data sets this command trains are checked: the report's other rows are records.
+
+    Raises:
+        ValueError: one line naming the run, the study and the two sources.
+    """
+    from bert4rec_tf.data.prepare import source_identity
+
+    path = os.path.join(folder, "summary.json")
+    studied = (read_json(path, "study summary").get("data") or {}).get("source") if os.path.isfile(path) else None
+    if studied is None or run.dataset not in [name.strip() for name in args.datasets.split(",")]:
+        return
+    sources = dict(item.split("=", 1) for item in args.source_file)
+    ours = source_identity(sources.get(run.dataset))
+    if studied.split("-")[:2] != ours.split("-")[:2]:  # the same bytes, whatever encoding they were read in
+        raise ValueError(f"run {run.name}: its study {folder} tuned on another source file ({studied}; this command's "
+                         f"{run.dataset} data is {ours}): give the study of this data with --studies, or tune it "
+                         "again in another folder")
 
 
 def tuned_plan(runs: list, args: argparse.Namespace, recorded=None) -> tuple[list, list]:
@@ -304,7 +327,11 @@ def train_command(run, args: argparse.Namespace, sources: dict[str, str], resolv
         command += ["--source_file", sources[run.dataset]]
     folder = attributes_folder(args)
     command += [flag.replace(ATTRIBUTES_TOKEN, folder) if resolve else flag for flag in run.flags]
-    extra = shlex.split(args.extra)
+    try:
+        extra = shlex.split(args.extra)
+    except ValueError as error:
+        raise ValueError(f"--extra {args.extra!r} is not a command line ({str(error).lower()}): quote it as the shell "
+                         "would, e.g. --extra \"--config item_features='my file.csv'\"") from None
     return command + derived_flags(run, run_settings(command[len(TRAIN):]), extra) + extra
 
 

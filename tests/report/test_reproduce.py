@@ -206,6 +206,8 @@ def test_the_plan_names_the_flags_by_which_a_record_of_other_settings_differs(tm
     (["--only", "pop", "--extra", "--bogus 1"],
      "error: run ml-1m-pop: train.py refuses its flags: Unknown command line flag 'bogus'"),
     (["--only", "pop", "--extra", "--patience x"], "error: run ml-1m-pop: train.py refuses its flags: flag --patience=x"),
+    (["--only", "pop", "--extra", "--config 'item_features=a b.csv"],
+     "error: --extra \"--config 'item_features=a b.csv\" is not a command line (no closing quotation)"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, args, message):
     result = reproduce("table2", "--out", str(tmp_path / "out"), "--dry_run", *args)

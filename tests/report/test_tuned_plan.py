@@ -102,6 +102,27 @@ def test_a_study_of_other_settings_than_the_run_is_refused(tmp_path, monkeypatch
     assert error.count("\n") == 1 and "its study" in error and f"was made with {line.split('=')[0]} " in error
 
 
+def test_a_study_of_another_source_file_is_refused(tmp_path, monkeypatch, capsys):
+    """A study records the source it tuned on (summary.json's "data"): a tuned row of another file
+    refuses it in one line; the same file is taken."""
+    from bert4rec_tf.data.prepare import source_identity
+
+    ours, theirs = tmp_path / "ours.txt", tmp_path / "theirs.txt"
+    ours.write_text("1 1\n", encoding="utf-8")
+    theirs.write_text("1 2\n", encoding="utf-8")
+    folder = tmp_path / "out" / "studies" / "beauty-sasrec-bce"
+    _write_study(folder)
+    summary = {**SUMMARY, "data": {"source": source_identity(str(theirs)), "data_key": "0123456789ab"}}
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert _main(tmp_path, monkeypatch, "--source_file", f"beauty={ours}", "--dry_run") == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "its study" in error and "tuned on another source file" in error
+    assert source_identity(str(theirs)) in error and source_identity(str(ours)) in error
+    summary["data"]["source"] = source_identity(str(ours))
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert _main(tmp_path, monkeypatch, "--source_file", f"beauty={ours}", "--dry_run") == 0
+
+
 def test_the_tune_budget_runs_the_missing_study_first_with_the_runs_loss_and_overrides(tmp_path, monkeypatch, capsys):
     commands = _fake_study(tmp_path, monkeypatch)
     assert _main(tmp_path, monkeypatch, "--tune_budget", "1h", "--trial_budget", "5m", "--seed", "12345") == 0
