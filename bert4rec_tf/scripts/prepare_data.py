@@ -36,8 +36,9 @@ def _run() -> None:
     cli.print_stats(config.data.dataset, meta["stats"], meta["preprocessing"])
     print(f"vocabulary: {meta['vocab_size']} ids (0 padding, items 1..{meta['num_items']}, "
           f"[MASK] {meta['mask_id']})")
-    print(f"training: {meta['num_windows']:,} windows -> {meta['num_instances']:,} instances in "
-          f"{len(meta['shards'])} TFRecord files")
+    if meta["num_windows"] is not None:  # the Cloze families' masked instances; the others stream theirs
+        print(f"training: {meta['num_windows']:,} windows -> {meta['num_instances']:,} instances in "
+              f"{len(meta['shards'])} TFRecord files")
     print(f"prepared data: {prepared.directory}")
 
 

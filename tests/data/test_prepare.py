@@ -200,3 +200,16 @@ def test_command_bad_input_exits_non_zero_with_one_line(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "bad.csv, line 1: header lacks column 'item'" in errors[0]
     assert "Traceback" not in result.stderr
+
+
+def test_command_prepares_a_family_without_masked_instances(tmp_path):
+    """SASRec's preparation has no TFRecords of masked instances: the command prints what it prepared
+    and nothing of instances it did not write."""
+    example = os.path.join(REPO, "docs", "examples", "interactions.csv")
+    argv = ["prepare_data.py", "--dataset", "custom", "--source_file", example, "--model", "sasrec",
+            "--config", "num_negatives=3", "--data_dir", str(tmp_path / "data")]
+    result = subprocess.run([sys.executable, os.path.join(REPO, "run_scripts", "prepare_data.py"), *argv[1:]], cwd=REPO,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1].startswith("prepared data: ")
+    assert "training:" not in result.stdout  # nothing about TFRecords it did not write
