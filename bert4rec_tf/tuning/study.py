@@ -51,7 +51,6 @@ import time
 from typing import Any, Sequence
 
 from bert4rec_tf import cli
-from bert4rec_tf.config.sections import FEATURE_FIELDS
 from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.files import read_json, write_json_atomic
 from bert4rec_tf.tasks import task_of_preset
@@ -149,12 +148,11 @@ class _OneLine(logging.Filter):
 def data_record(prepared, data_config) -> dict:
     """What binds a study to its data: the source's identity, the prepared data's key (which holds the
     data settings and every attribute file's contents and encoding) and, per attribute file of
-    `data_config`, its path and contents ("file-<SHA-256 prefix>"), so that a refusal can name it."""
-    from bert4rec_tf.data.download import sha256_of
+    `data_config`, its path and contents (`prepare.attribute_files`), so that a refusal can name it."""
+    from bert4rec_tf.data.prepare import attribute_files
 
-    files = {field: {"path": os.path.abspath(getattr(data_config, field)),
-                     "contents": "file-" + sha256_of(getattr(data_config, field))[:16]}
-             for field in FEATURE_FIELDS if getattr(data_config, field, "")}
+    files = {field: {"path": os.path.abspath(getattr(data_config, field)), "contents": identity}
+             for field, identity in attribute_files(data_config).items()}
     return {"source": prepared.metadata["source"]["identity"],
             "data_key": os.path.basename(os.path.normpath(prepared.directory)), "files": files}
 

@@ -145,6 +145,18 @@ def _wait_for_a_training_trial(study_dir: str, process: subprocess.Popen, timeou
     raise AssertionError("no trial started training")
 
 
+def _stopped_mid_trial(command: list[str], study_dir: str, signal_number: int) -> tuple[int, str]:
+    """Runs `command` in a process group of its own until a trial of the study trains, then sends the
+    group `signal_number` (as a terminal's Ctrl-C, or a kill of the command and its workers); its exit
+    status and standard error."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    _wait_for_a_training_trial(study_dir, process)
+    os.killpg(process.pid, signal_number)
+    _, err = process.communicate(timeout=120)
+    return process.returncode, err
+
+
 @pytest.mark.slow
 def test_killed_studies_continue_without_losing_or_counting_a_trial_twice(planted, tmp_path):
     source_file, data_dir = planted
@@ -204,7 +216,7 @@ def test_two_processes_share_one_study(planted, tmp_path):
 
 @pytest.mark.slow
 def test_two_commands_on_one_study_draw_apart(planted, tmp_path):
-    """Two tuner commands started together on one study, each a worker 0 of the same seed, draw apart."""
+    """Two tuner commands started together on one study, with the same seed, draw apart."""
     source_file, data_dir = planted
     study_dir = str(tmp_path / "study")
     command = _command(source_file, data_dir, study_dir, "30s")
@@ -224,11 +236,7 @@ def test_two_workers_killed_then_run_again_train_no_setting_twice(planted, tmp_p
     source_file, data_dir = planted
     study_dir = str(tmp_path / "study")
     command = _command(source_file, data_dir, study_dir, "36s", jobs=2)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    _wait_for_a_training_trial(study_dir, process)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.communicate(timeout=60)
+    assert _stopped_mid_trial(command, study_dir, signal.SIGKILL)[0] == -signal.SIGKILL
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
     trials = _trials(study_dir)
@@ -242,11 +250,8 @@ def test_ctrl_c_ends_in_one_line_and_the_same_command_trains_the_trial_on(plante
     source_file, data_dir = planted
     study_dir = str(tmp_path / "study")
     command = _command(source_file, data_dir, study_dir, "18s")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for_a_training_trial(study_dir, process)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    assert process.returncode == 130 and "Traceback" not in err, err[-2000:]
+    status, err = _stopped_mid_trial(command, study_dir, signal.SIGINT)
+    assert status == 130 and "Traceback" not in err, err[-2000:]
     assert err.strip().splitlines()[-1] == (f"interrupted: the study in {study_dir} is kept, and a running trial trains "
                                             "on from its last checkpoint; run the same command again to continue it")
     [interrupted] = [trial for trial in _trials(study_dir) if trial.state == optuna.trial.TrialState.FAIL]
