@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 from bert4rec_tf import cli
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.files import read_json
+from bert4rec_tf.tasks.resolve import experiment_config
 
 
 @dataclasses.dataclass
@@ -176,7 +177,7 @@ def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file:
     reason = "given"
     if recipe is None:
         recipe, reason = cli.default_recipe(dataset, model, model_dir)
-    config = cli.experiment_config(dataset, list(overrides), seed, model, recipe, encoding)
+    config = experiment_config(dataset, list(overrides), seed, model, recipe, encoding)
     if verbose:
         print(cli.recipe_notice(config, model, reason), flush=True)
 
@@ -216,7 +217,7 @@ def tune(dataset: str, study_dir: str, *, model: str = "bert4rec", loss: str | N
             model with nothing to tune, budgets that hold no trial, a folder holding another
             study or bound to other data or another storage, or when no trial completed.
     """
-    from bert4rec_tf.tuning.study import new_settings
+    from bert4rec_tf.tuning.settings import new_settings
     from bert4rec_tf.tuning.study import tune as run_study
 
     settings = new_settings(dataset, model, loss, recipe, budget, trial_budget, list(overrides), seed, eval_every,

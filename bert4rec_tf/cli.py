@@ -7,7 +7,6 @@ TensorFlow.
 from __future__ import annotations
 
 import argparse
-import codecs
 import logging
 import os
 import re
@@ -17,14 +16,14 @@ from typing import Callable
 from absl import app, flags
 from absl import logging as absl_logging
 
-from bert4rec_tf.config import RECIPES, ExperimentConfig, UnknownSetting
+from bert4rec_tf.config import RECIPES, ExperimentConfig
 from bert4rec_tf.console import import_tensorflow_quietly
 from bert4rec_tf.data.errors import DataError
 from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
-from bert4rec_tf.tasks import (TASKS, preset, preset_names, recipe_overrides, refuse_inactive_settings,
-                               validate)
-from bert4rec_tf.tasks.registry import preset_label
+from bert4rec_tf.tasks import TASKS, preset, preset_names
+# The commands resolve their flags through the package's one resolver (`cli.experiment_config`).
+from bert4rec_tf.tasks.resolve import experiment_config  # noqa: F401
 
 def define_common_flags(values: flags.FlagValues = flags.FLAGS) -> None:
     """The flags every absl command has: --debug and --verbose."""
@@ -208,50 +207,6 @@ def _same_value(text: str, value: object) -> bool:
         return float(text) == float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return text.strip() == str(value)
-
-
-def experiment_config(dataset: str, overrides: list[str], seed: int | None = None,
-                      model: str = "bert4rec", recipe: str | None = None,
-                      encoding: str | None = None) -> ExperimentConfig:
-    """The preset of `model` on `dataset`, then the recipe's settings, then the `key=value` overrides
-    (and the seed and encoding): a flag given on the command line wins over the recipe.
-    `train.recipe` records the recipe (None: "paper", the preset as it is); `data.encoding` is
-    Python's own name of the encoding (latin-1 and latin1 both give iso8859-1).
-
-    Raises:
-        ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
-            out of range, an override of `train.recipe` (the recipe is chosen with `--recipe`), a key
-            the model's family does not have (its sections' fields, listed in the message), or a
-            setting it reads only under another loss (`bert4rec_tf.tasks.refuse_inactive_settings`).
-    """
-    config = preset(dataset, model)
-    for key, value in recipe_overrides(recipe or "paper", dataset, model).items():
-        config.override(key, value)
-    config.train.recipe = recipe or "paper"
-    given = {}
-    for override in overrides:
-        if "=" not in override:
-            raise ValueError(f"override {override!r} is not key=value")
-        key, value = override.split("=", 1)
-        key = key.strip()
-        if key in ("recipe", "train.recipe"):
-            raise ValueError(f"--config {key} records the recipe of a run: choose it with --recipe")
-        try:
-            field = config.override(key, value)
-        except UnknownSetting:
-            raise UnknownSetting(config, key, preset_label(model, config.model.name)) from None
-        given[field] = f"{key}={value.strip()}"
-    if seed is not None:
-        config.override("data.seed", seed)
-    if not 0 <= config.data.seed < 2**32:
-        raise ValueError(f"{'--seed' if seed is not None else '--config data.seed'} must be a whole number from 0 to "
-                         f"{2**32 - 1}, got {config.data.seed}")
-    if encoding is not None:
-        config.override("data.encoding", encoding)
-    validate(config)
-    refuse_inactive_settings(config, given, model)
-    config.data.encoding = codecs.lookup(config.data.encoding).name
-    return config
 
 
 # The recipe of a training command that names none: with a GPU the paper's settings; without one,

@@ -145,21 +145,22 @@ def trigger_messages(tmp: Path) -> dict[str, str]:
             pass
     messages["folder in use"] = printed_error(second_start)
     # A study made with --storage on source file-aaaa with an attribute file; commands that differ from it.
-    from bert4rec_tf.tuning import study as tuning
+    from bert4rec_tf.tuning.binding import bind
+    from bert4rec_tf.tuning.settings import new_settings
 
     study, storage = str(tmp / "studies" / "mine"), f"sqlite:///{tmp / 'trials.db'}"
-    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 3600.0, 600.0, [])
+    settings = new_settings("beauty", "bpr_mf", None, "cpu-30m", 3600.0, 600.0, [])
     items = {"item_features": {"path": str(tmp / "items.csv"), "contents": "file-0000000000000000"}}
     data = {"source": "file-aaaa", "data_key": "5f3c", "files": items}
-    tuning.bind(study, settings, storage, data)
-    messages["study, other storage"] = printed_error(lambda: tuning.bind(study, settings, None, data))
-    messages["study, other source"] = printed_error(lambda: tuning.bind(study, settings, storage,
+    bind(study, settings, storage, data)
+    messages["study, other storage"] = printed_error(lambda: bind(study, settings, None, data))
+    messages["study, other source"] = printed_error(lambda: bind(study, settings, storage,
                                                                         {**data, "source": "file-bbbb"}))
     edited = {"item_features": {**items["item_features"], "contents": "file-1111111111111111"}}
-    messages["study, attribute file edited"] = printed_error(lambda: tuning.bind(study, settings, storage,
+    messages["study, attribute file edited"] = printed_error(lambda: bind(study, settings, storage,
                                                                                  {**data, "files": edited}))
-    longer = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 3600.0, 1200.0, [])
-    messages["study, other settings"] = printed_error(lambda: tuning.bind(study, longer, storage, data))
+    longer = new_settings("beauty", "bpr_mf", None, "cpu-30m", 3600.0, 1200.0, [])
+    messages["study, other settings"] = printed_error(lambda: bind(study, longer, storage, data))
     # A diverging run (this imports TensorFlow), and one that learned only popularity.
     from bert4rec_tf.training.callbacks import StopOnDivergence
     from bert4rec_tf.training.schedule import warmup_warning

@@ -15,6 +15,7 @@ import math
 from bert4rec_tf.config import PRESETS
 from bert4rec_tf.experiments.published import TABLE4
 from bert4rec_tf.tasks import preset
+from bert4rec_tf.tasks.resolve import experiment_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,7 +262,7 @@ def resolved_settings(settings: list[str], strict: bool = False) -> dict | None:
     with its 20 slots and d 64 with its FFN of 256 are both the recipe's own BERT4Rec. None when the
     settings hold a flag this does not know or cannot be resolved (then only equal flags match).
 
-    With `strict`, settings train.py would refuse (`cli.experiment_config`'s one-line ValueError: an
+    With `strict`, settings train.py would refuse (`experiment_config`'s one-line ValueError: an
     unknown key, a value out of range, a setting the model does not read) raise that error instead.
     """
     from bert4rec_tf import cli
@@ -286,7 +287,7 @@ def resolved_settings(settings: list[str], strict: bool = False) -> dict | None:
         return None
     seed = flags.get("--seed")
     try:
-        config = cli.experiment_config(flags["--dataset"], overrides, int(seed) if seed is not None else None,
+        config = experiment_config(flags["--dataset"], overrides, int(seed) if seed is not None else None,
                                        flags.get("--model", "bert4rec"), flags.get("--recipe"))
     except ValueError:
         if strict:

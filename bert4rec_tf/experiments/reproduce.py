@@ -53,7 +53,7 @@ from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, pr
                                              report_datasets, slower_cores, start_provenance, write_reports)
 from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs, trained_seconds
 from bert4rec_tf.files import copy_file_atomic, read_json
-from bert4rec_tf.tuning.study import BEST_FLAGS
+from bert4rec_tf.tuning.results import BEST_FLAGS
 from bert4rec_tf.tasks import preset, recipe_overrides
 
 

@@ -49,7 +49,7 @@ FLAGS = flags.FLAGS
 
 
 def _settings():
-    from bert4rec_tf.tuning.study import new_settings
+    from bert4rec_tf.tuning.settings import new_settings
 
     min_resource = cli.parse_duration(FLAGS.min_resource, "--min_resource") if FLAGS.min_resource else None
     schedule = cli.parse_duration(FLAGS.schedule_budget, "--schedule_budget") if FLAGS.schedule_budget else None
@@ -60,7 +60,8 @@ def _settings():
 
 
 def _run() -> None:
-    from bert4rec_tf.tuning import study as tuning
+    from bert4rec_tf.tuning.study import tune
+    from bert4rec_tf.tuning.workers import run_worker
 
     cli.check_jobs(FLAGS.jobs)
     settings = _settings()
@@ -68,7 +69,7 @@ def _run() -> None:
     if FLAGS.worker is not None:
         _pin(FLAGS.worker)
         try:
-            tuning.run_worker(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding)
+            run_worker(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding)
         except KeyboardInterrupt:
             raise SystemExit(130) from None  # the command that started the workers says it once
         return
@@ -77,7 +78,7 @@ def _run() -> None:
           f"schedule), {FLAGS.jobs} at once; searching "
           + ", ".join(f"{key} {text}" for key, text in settings.space.items()), flush=True)
     try:
-        done = tuning.tune(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
+        done = tune(study_dir, settings, FLAGS.storage, FLAGS.data_dir, FLAGS.source_file, FLAGS.encoding,
                            workers=None if FLAGS.jobs == 1 else lambda: _run_workers(study_dir))
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"interrupted: the study in {study_dir} is kept, and a running trial trains on from "

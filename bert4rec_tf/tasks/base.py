@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from bert4rec_tf.config import DataConfig, ExperimentConfig, ModelConfig, RunConfig
-from bert4rec_tf.tuning.space import SearchSpace
+from bert4rec_tf.tasks.space import SearchSpace
 
 # preset name -> scope ("*": every data set, or a data set's name) -> {config key: value}
 Presets = dict[str, dict[str, dict[str, Any]]]
@@ -63,7 +63,7 @@ class Task:
     # "user"; a feature file it does not read is refused (`registry.validate`), never ignored.
     reads_features: tuple[str, ...] = ()
     # What tuning varies (`bert4rec_tf.tuning`): config key -> `Choice`, `Float`, `Int` or `Derived`
-    # (`bert4rec_tf.tuning.space`); empty: nothing to tune.
+    # (`bert4rec_tf.tasks.space`); empty: nothing to tune.
     space: SearchSpace = {}
 
     def search_space(self, model: str) -> SearchSpace:

@@ -26,7 +26,7 @@ import numpy as np
 from bert4rec_tf.config import (DataConfig, EmbeddingPart, ExperimentConfig, L2Part, NegativesPart, TrainConfig,
                                 TrainedModelConfig)
 from bert4rec_tf.tasks.base import Task, history_features
-from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, PAPER_L2, Choice
+from bert4rec_tf.tasks.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, PAPER_L2, Choice
 
 
 @dataclasses.dataclass

@@ -19,7 +19,7 @@ from bert4rec_tf.config import (PRESETS, EmbeddingPart, ExperimentConfig, L2Part
                                 TrainedModelConfig, WindowData)
 from bert4rec_tf.config.sections import check_at_least_one, check_dropout, require
 from bert4rec_tf.tasks.base import Task, history_features
-from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_DROPOUT, PAPER_HIDDEN_SIZES, Choice, Int
+from bert4rec_tf.tasks.space import LEARNING_RATE, PAPER_DROPOUT, PAPER_HIDDEN_SIZES, Choice, Int
 
 
 @dataclasses.dataclass

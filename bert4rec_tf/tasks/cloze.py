@@ -15,7 +15,7 @@ from typing import ClassVar
 from bert4rec_tf.config import (PRESETS, AttributesPart, ExperimentConfig, MaskedData, MaskedTraining,
                                 SampledSoftmaxPart, TrainedModelConfig, TransformerPart)
 from bert4rec_tf.tasks.base import Task, history_features
-from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, SearchSpace
+from bert4rec_tf.tasks.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, SearchSpace
 
 
 @dataclasses.dataclass

@@ -23,7 +23,7 @@ from typing import ClassVar
 from bert4rec_tf.config import EmbeddingPart, L2Part, NegativesPart, TrainedModelConfig
 from bert4rec_tf.config.sections import check_at_least_one
 from bert4rec_tf.tasks.bpr_mf import INTERACTION_CPU_RECIPES, InteractionTask
-from bert4rec_tf.tuning.space import LEARNING_RATE, Choice, Int
+from bert4rec_tf.tasks.space import LEARNING_RATE, Choice, Int
 
 
 @dataclasses.dataclass

@@ -17,7 +17,7 @@ import numpy as np
 from bert4rec_tf.config import (AttributesPart, ExperimentConfig, SampledSoftmaxPart, SlidingWindowData,
                                 TrainConfig, TrainedModelConfig, TransformerPart)
 from bert4rec_tf.tasks.base import Task, history_features
-from bert4rec_tf.tuning.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, Int
+from bert4rec_tf.tasks.space import LEARNING_RATE, PAPER_HIDDEN_SIZES, Choice, Derived, Int
 
 
 @dataclasses.dataclass

@@ -13,6 +13,7 @@ from bert4rec_tf.config import (RECIPES, ExperimentConfig, Family, ModelConfig, 
 from bert4rec_tf.config.experiment import PLUGIN_GROUP
 from bert4rec_tf.console import quiet_native_import
 from bert4rec_tf.tasks.base import Task
+from bert4rec_tf.tasks.space import check_space
 
 TASKS: dict[str, Task] = {}
 # The reference every trained run is compared with (its validation must beat this model's).
@@ -39,8 +40,6 @@ def register_task(task: Task) -> Task:
             if unknown:
                 raise ValueError(f"{what} {name!r} of task {task.name!r} sets {', '.join(unknown)}, which "
                                  f"{task.name} does not have; its settings: {', '.join(schema.keys())}")
-    from bert4rec_tf.tuning.space import check_space
-
     for name in task.presets:
         check_space(task.search_space(name), schema)
     TASKS[task.name] = task

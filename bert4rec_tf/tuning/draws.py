@@ -14,7 +14,7 @@ import hashlib
 import socket
 from typing import Any
 
-from bert4rec_tf.tuning.space import SearchSpace, suggest
+from bert4rec_tf.tasks.space import SearchSpace, suggest
 
 # The sampler's random draws before it models the trials (Optuna's TPE `n_startup_trials`).
 STARTUP_TRIALS = 5

@@ -10,14 +10,15 @@ import shutil
 import pytest
 
 from bert4rec_tf import api
-from bert4rec_tf.tuning import study as tuning
+from bert4rec_tf.tuning.settings import new_settings
+from bert4rec_tf.tuning.workers import start
 from tests.tasks.harness import planted_source
 
 FIXED = ["num_negatives=20", "valid_users=0", "warmup_steps=100"]
 
 
 def _settings(model: str = "bpr_mf", overrides=FIXED, **kwargs):
-    return tuning.new_settings("beauty", model, None, "cpu-30m", 18.0, 6.0, list(overrides), eval_every=100, **kwargs)
+    return new_settings("beauty", model, None, "cpu-30m", 18.0, 6.0, list(overrides), eval_every=100, **kwargs)
 
 
 def _snapshot(folder) -> dict[str, bytes]:
@@ -42,35 +43,35 @@ def test_a_study_refuses_another_storage_in_either_direction(planted, tmp_path):
     source_file, data_dir = planted
     study_dir, external = tmp_path / "study", tmp_path / "ext.db"
     url = f"sqlite:///{external}"
-    tuning.start(str(study_dir), _settings(), url, data_dir, source_file, None)
+    start(str(study_dir), _settings(), url, data_dir, source_file, None)
     before, database = _snapshot(study_dir), external.read_bytes()
     with pytest.raises(ValueError) as refused:
-        tuning.start(str(study_dir), _settings(), None, data_dir, source_file, None)
+        start(str(study_dir), _settings(), None, data_dir, source_file, None)
     assert str(refused.value) == (f"{study_dir} keeps its trials in --storage {url}, this command in SQLite in the study "
                                   "folder (no --storage): give the same --storage again, or use another --study_dir")
     assert _snapshot(study_dir) == before and external.read_bytes() == database
     assert not (study_dir / "study.db").exists()
-    tuning.start(str(study_dir), _settings(), url, data_dir, source_file, None)  # the same storage goes on
+    start(str(study_dir), _settings(), url, data_dir, source_file, None)  # the same storage goes on
 
     own = tmp_path / "own"
-    tuning.start(str(own), _settings(), None, data_dir, source_file, None)
+    start(str(own), _settings(), None, data_dir, source_file, None)
     before = _snapshot(own)
     with pytest.raises(ValueError, match="keeps its trials in SQLite in the study folder"):
-        tuning.start(str(own), _settings(), f"sqlite:///{tmp_path / 'other.db'}", data_dir, source_file, None)
+        start(str(own), _settings(), f"sqlite:///{tmp_path / 'other.db'}", data_dir, source_file, None)
     assert _snapshot(own) == before and not (tmp_path / "other.db").exists()
 
 
 def test_a_study_refuses_another_source_file_and_an_edited_attribute_file(planted, tmp_path):
     source_file, data_dir = planted
     study_dir = tmp_path / "study"
-    tuning.start(str(study_dir), _settings(), None, data_dir, source_file, None)
+    start(str(study_dir), _settings(), None, data_dir, source_file, None)
     other = tmp_path / "other.txt"
     shutil.copy(source_file, other)
     with open(other, "a", encoding="utf-8") as handle:  # one interaction more: other data
         handle.write(open(source_file, encoding="utf-8").readline())
     before = _snapshot(study_dir)
     with pytest.raises(ValueError) as refused:
-        tuning.start(str(study_dir), _settings(), None, data_dir, str(other), None)
+        start(str(study_dir), _settings(), None, data_dir, str(other), None)
     message = str(refused.value)
     assert message.startswith(f"{study_dir} was tuned on another source file (identity file-")
     assert message.endswith("use another --study_dir for this data, or give the study's own again")
@@ -81,11 +82,11 @@ def test_a_study_refuses_another_source_file_and_an_edited_attribute_file(plante
     items.write_text("item,group\n" + "".join(f"i{item},g{item % 7}\n" for item in range(1, 101)), encoding="utf-8")
     overrides = [*FIXED, f"item_features={items}"]
     features_dir = tmp_path / "features"
-    tuning.start(str(features_dir), _settings("sasrec", overrides), None, data_dir, source_file, None)
+    start(str(features_dir), _settings("sasrec", overrides), None, data_dir, source_file, None)
     items.write_text("item,group\n" + "".join(f"i{item},g{item % 5}\n" for item in range(1, 101)), encoding="utf-8")
     before = _snapshot(features_dir)
     with pytest.raises(ValueError) as refused:
-        tuning.start(str(features_dir), _settings("sasrec", overrides), None, data_dir, source_file, None)
+        start(str(features_dir), _settings("sasrec", overrides), None, data_dir, source_file, None)
     message = str(refused.value)
     assert message.startswith(f"{features_dir} was tuned with another --config item_features: the study's was {items} "
                               "(contents file-")
@@ -103,7 +104,7 @@ def test_a_study_refuses_another_source_file_and_an_edited_attribute_file(plante
 def test_a_storage_that_cannot_hold_the_study_is_refused_before_anything_is_written(tmp_path, url, expected):
     study_dir = tmp_path / "study"
     with pytest.raises(ValueError) as refused:  # a storage that passed would fail next on the absent source file
-        tuning.start(str(study_dir), _settings(), url, str(tmp_path / "data"), str(tmp_path / "absent.txt"), None)
+        start(str(study_dir), _settings(), url, str(tmp_path / "data"), str(tmp_path / "absent.txt"), None)
     message = str(refused.value)
     assert message.startswith(expected) and "\n" not in message
     if url.startswith("postgresql"):  # without its driver here, or with it and nothing listening on port 9
@@ -114,19 +115,19 @@ def test_a_storage_that_cannot_hold_the_study_is_refused_before_anything_is_writ
 def test_a_damaged_study_database_and_a_study_dir_that_is_a_file_are_named(planted, tmp_path):
     source_file, data_dir = planted
     study_dir = tmp_path / "study"
-    tuning.start(str(study_dir), _settings(), None, data_dir, source_file, None)
+    start(str(study_dir), _settings(), None, data_dir, source_file, None)
     database = study_dir / "study.db"
     database.write_bytes(database.read_bytes()[:5000])
     before = _snapshot(study_dir)
     with pytest.raises(ValueError) as refused:
-        tuning.start(str(study_dir), _settings(), None, data_dir, source_file, None)
+        start(str(study_dir), _settings(), None, data_dir, source_file, None)
     assert str(refused.value).startswith(f"the study's database {database} is ")
     assert "another --study_dir" in str(refused.value) and _snapshot(study_dir) == before
 
     afile = tmp_path / "afile"
     afile.write_text("x", encoding="utf-8")
     with pytest.raises(ValueError, match=f"^--study_dir {afile} is a file, not a folder"):
-        tuning.start(str(afile), _settings(), None, data_dir, source_file, None)
+        start(str(afile), _settings(), None, data_dir, source_file, None)
     assert afile.read_text(encoding="utf-8") == "x"
 
 
@@ -144,7 +145,7 @@ def test_every_argument_of_api_tune_is_checked_before_anything_is_written(tmp_pa
                  "source_file": str(tmp_path / "absent.txt"), "data_dir": str(tmp_path / "data"), **changes}
     if "min_resource" in changes:
         with pytest.raises(ValueError) as refused:
-            tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 18.0, 6.0, FIXED, eval_every=100,
+            new_settings("beauty", "bpr_mf", None, "cpu-30m", 18.0, 6.0, FIXED, eval_every=100,
                                 min_resource=changes["min_resource"])
     else:
         with pytest.raises(ValueError) as refused:
@@ -154,6 +155,6 @@ def test_every_argument_of_api_tune_is_checked_before_anything_is_written(tmp_pa
 
 
 def test_budgets_may_be_durations():
-    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", "1m", "10s", FIXED, eval_every=100,
+    settings = new_settings("beauty", "bpr_mf", None, "cpu-30m", "1m", "10s", FIXED, eval_every=100,
                                    min_resource="2s")
     assert (settings.budget, settings.trial_budget, settings.min_resource) == (60.0, 10.0, 2.0)

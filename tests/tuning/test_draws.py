@@ -4,12 +4,19 @@ and Optuna's lines about a failed trial carry no traceback."""
 
 from __future__ import annotations
 
+import os
+import socket
+
 import optuna
 import pytest
 
-from bert4rec_tf.tuning import draws
-from bert4rec_tf.tuning import study as tuning
-from bert4rec_tf.tuning.space import Choice, Float, suggest
+from bert4rec_tf.tasks.space import Choice, Float, suggest
+from bert4rec_tf.tuning import draws, workers
+from bert4rec_tf.tuning.binding import bind
+from bert4rec_tf.tuning.optuna_setup import load_optuna
+from bert4rec_tf.tuning.settings import new_settings, searched, start_config
+from bert4rec_tf.tuning.trials import counted
+from bert4rec_tf.tuning.workers import open_study, work
 
 SPACE = {"learning_rate": Float(1e-4, 1e-2, log=True), "hidden_size": Choice((16, 32, 64))}
 FIXED = ["num_negatives=20", "valid_users=0", "warmup_steps=100"]
@@ -47,9 +54,9 @@ def test_a_small_space_tried_in_full_ends_the_study():
 
 
 def _open(tmp_path):
-    settings = tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 18.0, 6.0, FIXED,
+    settings = bind(str(tmp_path), new_settings("beauty", "bpr_mf", None, "cpu-30m", 18.0, 6.0, FIXED,
                                                                eval_every=100))
-    return settings, tuning.open_study(str(tmp_path), settings, None)
+    return settings, open_study(str(tmp_path), settings, None)
 
 
 def test_a_second_retry_of_the_same_dead_trial_is_skipped_and_not_counted(tmp_path):
@@ -57,7 +64,7 @@ def test_a_second_retry_of_the_same_dead_trial_is_skipped_and_not_counted(tmp_pa
     trains (in the dead trial's run folder)."""
     settings, study = _open(tmp_path)
     dead = study.ask()
-    tuning.suggest(tuning.searched(settings, tuning.start_config(settings)), dead, tuning.start_config(settings))
+    suggest(searched(settings, start_config(settings)), dead, start_config(settings))
     study.tell(dead, state=optuna.trial.TrialState.FAIL)
     frozen = study.get_trials()[0]
     retry = optuna.storages.RetryHeartbeatStaleTrialCallback(inherit_intermediate_values=True)
@@ -68,7 +75,7 @@ def test_a_second_retry_of_the_same_dead_trial_is_skipped_and_not_counted(tmp_pa
     assert second.number == 3 and second.params != dead.params  # a new draw, not the duplicate
     trials = study.get_trials()
     assert trials[2].state == optuna.trial.TrialState.FAIL and trials[2].user_attrs["duplicate"]
-    assert [trial.number for trial in tuning.counted(trials)] == [0, 1, 3]
+    assert [trial.number for trial in counted(trials)] == [0, 1, 3]
 
 
 def test_a_trial_stopped_by_ctrl_c_is_queued_to_train_on(tmp_path, monkeypatch):
@@ -76,15 +83,15 @@ def test_a_trial_stopped_by_ctrl_c_is_queued_to_train_on(tmp_path, monkeypatch):
 
     def objective_factory(*_):
         def objective(trial):
-            suggest(tuning.searched(settings, tuning.start_config(settings)), trial, tuning.start_config(settings))
-            trial.set_user_attr("process", f"{tuning.socket.gethostname()}:{tuning.os.getpid()}")
+            suggest(searched(settings, start_config(settings)), trial, start_config(settings))
+            trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
             trial.set_user_attr("folder", f"trials/{trial.number:04d}")
             raise KeyboardInterrupt
         return objective
 
-    monkeypatch.setattr(tuning, "make_objective", objective_factory)
+    monkeypatch.setattr(workers, "make_objective", objective_factory)
     with pytest.raises(KeyboardInterrupt):
-        tuning.work(str(tmp_path), settings, study, None, None, None)
+        work(str(tmp_path), settings, study, None, None, None)
     interrupted, queued = study.get_trials()
     assert interrupted.state == optuna.trial.TrialState.FAIL and queued.state == optuna.trial.TrialState.WAITING
     assert queued.system_attrs["failed_trial"] == 0 and queued.system_attrs["fixed_params"] == interrupted.params
@@ -96,7 +103,7 @@ def test_optunas_line_about_a_failed_trial_has_no_traceback(tmp_path):
     import logging
 
     _, study = _open(tmp_path)
-    tuning._optuna()
+    load_optuna()
     optuna.logging.set_verbosity(optuna.logging.INFO)
     [handler] = [item for item in logging.getLogger("optuna").handlers if type(item) is logging.StreamHandler]
     stream = io.StringIO()

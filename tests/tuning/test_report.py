@@ -8,7 +8,8 @@ import json
 import optuna
 
 from bert4rec_tf.tuning.report import _curve, judged_seconds, write_report
-from bert4rec_tf.tuning.study import new_settings, rung_seconds
+from bert4rec_tf.tuning.rungs import rung_seconds
+from bert4rec_tf.tuning.settings import new_settings
 
 METRIC = "pop/NDCG@10"
 

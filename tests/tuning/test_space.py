@@ -17,8 +17,12 @@ from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.training import trainer
 from bert4rec_tf.tasks import TASKS, preset_names, task_of_preset
-from bert4rec_tf.tuning import study as tuning
-from bert4rec_tf.tuning.space import Choice, Derived, Float, Int, around, check_space, starting_point, suggest
+from bert4rec_tf.tuning.binding import bind, load_settings
+from bert4rec_tf.tuning.objective import make_objective
+from bert4rec_tf.tuning.results import best_flags
+from bert4rec_tf.tuning.settings import base_overrides, new_settings, searched, start_config, starting_point_of
+from bert4rec_tf.tuning.trials import spent_seconds
+from bert4rec_tf.tasks.space import Choice, Derived, Float, Int, around, check_space, starting_point, suggest
 
 
 @pytest.mark.parametrize("model", preset_names())
@@ -74,24 +78,24 @@ def test_sampled_settings_make_valid_configurations():
 
 def test_a_model_with_nothing_to_tune_and_budgets_are_refused():
     with pytest.raises(ValueError, match="pop has nothing to tune"):
-        tuning.new_settings("beauty", "pop", None, "cpu-30m", 600, 60)
+        new_settings("beauty", "pop", None, "cpu-30m", 600, 60)
     with pytest.raises(ValueError, match="must hold at least one --trial_budget"):
-        tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 30, 60)
+        new_settings("beauty", "bpr_mf", None, "cpu-30m", 30, 60)
 
 
 def test_a_trial_trains_the_first_trial_budget_of_the_test_runs_schedule():
     # The recipe's hour (the test run's) by default; a given schedule; a recipe budget overridden.
     for schedule, extra, expected in ((None, [], 3600.0), (1800.0, [], 1800.0), (None, ["time_budget=1200"], 1200.0)):
-        settings = tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, extra, schedule_budget=schedule)
+        settings = new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, extra, schedule_budget=schedule)
         assert settings.schedule_budget == expected
-        config = cli.experiment_config("ml-1m", tuning.base_overrides(settings), model="bpr_mf", recipe="cpu-1h")
+        config = cli.experiment_config("ml-1m", base_overrides(settings), model="bpr_mf", recipe="cpu-1h")
         assert (config.train.time_budget, config.train.stop_after) == (expected, 600.0)
     # A schedule as long as the trial: the trial's own time budget, nothing cut.
-    settings = tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, schedule_budget=600)
-    config = cli.experiment_config("ml-1m", tuning.base_overrides(settings), model="bpr_mf", recipe="cpu-1h")
+    settings = new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, schedule_budget=600)
+    config = cli.experiment_config("ml-1m", base_overrides(settings), model="bpr_mf", recipe="cpu-1h")
     assert (config.train.time_budget, config.train.stop_after) == (600.0, 0.0)
     with pytest.raises(ValueError, match=r"--schedule_budget \(5 minutes\) must be at least the --trial_budget"):
-        tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, schedule_budget=300)
+        new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 3600, 600, schedule_budget=300)
 
 
 def _frozen(number: int, seconds: float, state=optuna.trial.TrialState.COMPLETE, original: int | None = None):
@@ -105,31 +109,31 @@ def _frozen(number: int, seconds: float, state=optuna.trial.TrialState.COMPLETE,
 def test_a_retried_trial_is_counted_once():
     fail = optuna.trial.TrialState.FAIL
     trials = [_frozen(0, 60.0), _frozen(1, 25.0, fail), _frozen(2, 60.0, original=1), _frozen(3, 10.0, fail)]
-    assert tuning.spent_seconds(trials) == 60.0 + 60.0 + 10.0
+    assert spent_seconds(trials) == 60.0 + 60.0 + 10.0
 
 
 def test_a_study_folder_is_bound_to_its_study(tmp_path):
-    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60)
-    tuning.bind(str(tmp_path), settings)
-    tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60))  # tunes on
+    settings = new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60)
+    bind(str(tmp_path), settings)
+    bind(str(tmp_path), new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60))  # tunes on
     with pytest.raises(ValueError, match="holds another study: its trial_budget is 60.0"):
-        tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 120))
+        bind(str(tmp_path), new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 120))
     with pytest.raises(ValueError, match="holds another study: its schedule_budget is 1800.0"):
-        tuning.bind(str(tmp_path), tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60,
+        bind(str(tmp_path), new_settings("beauty", "bpr_mf", None, "cpu-30m", 1200, 60,
                                                        schedule_budget=3600))
 
 
 def test_a_study_keeps_the_warm_up_rule_it_was_made_with(tmp_path):
-    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60)
-    assert tuning.bind(str(tmp_path / "new"), settings).stop_in_warmup  # a new study judges warming trials
+    settings = new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60)
+    assert bind(str(tmp_path / "new"), settings).stop_in_warmup  # a new study judges warming trials
     older = tmp_path / "older"
-    tuning.bind(str(older), settings)
+    bind(str(older), settings)
     recorded = json.load(open(older / "study.json"))
     del recorded["stop_in_warmup"]  # as a study made before the field was
     json.dump(recorded, open(older / "study.json", "w"))
-    bound = tuning.bind(str(older), settings)
+    bound = bind(str(older), settings)
     assert not bound.stop_in_warmup and not json.load(open(older / "study.json"))["stop_in_warmup"]
-    assert not tuning.load_settings(str(older)).stop_in_warmup
+    assert not load_settings(str(older)).stop_in_warmup
 
 
 class _Stop(Exception):
@@ -144,7 +148,7 @@ class _AlwaysPrune(optuna.pruners.BasePruner):
 @pytest.mark.parametrize("stop_in_warmup", [True, False])
 def test_a_trial_in_its_warm_up_is_stopped_unless_its_study_spares_it(tmp_path, monkeypatch, stop_in_warmup):
     settings = dataclasses.replace(
-        tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60, ["warmup_steps=100"]),
+        new_settings("beauty", "bpr_mf", None, "cpu-30m", 600, 60, ["warmup_steps=100"]),
         stop_in_warmup=stop_in_warmup)
     decisions = []
 
@@ -157,16 +161,16 @@ def test_a_trial_in_its_warm_up_is_stopped_unless_its_study_spares_it(tmp_path, 
     monkeypatch.setattr(trainer, "train_and_evaluate", train)
     study = optuna.create_study(direction="maximize", pruner=_AlwaysPrune())
     with pytest.raises(_Stop):
-        tuning.make_objective(str(tmp_path), settings, None, None, None)(study.ask())
+        make_objective(str(tmp_path), settings, None, None, None)(study.ask())
     assert decisions == [(50, stop_in_warmup), (100, stop_in_warmup), (150, True)]
 
 
 def test_best_flags_are_a_flag_file_of_bert4rec_train(tmp_path):
-    settings = tuning.new_settings("ml-1m", "sasrec", "ce", "cpu-1h", 600, 60, ["num_negatives=50"])
+    settings = new_settings("ml-1m", "sasrec", "ce", "cpu-1h", 600, 60, ["num_negatives=50"])
     trial = optuna.trial.create_trial(value=0.25, user_attrs={"settings": {"hidden_size": 64, "learning_rate": 0.002}})
     trial.number = 0
     path = tmp_path / "best.flags"
-    path.write_text(tuning.best_flags(settings, trial, [trial]))
+    path.write_text(best_flags(settings, trial, [trial]))
     cli.check_train_flags([f"--flagfile={path}"])
     lines = path.read_text().splitlines()
     assert lines[0].startswith("# bert4rec-tune ml-1m-sasrec-ce: trial 0 of 1, best validation pop/NDCG@10 0.2500 in 1 minute of a 1 hour schedule")
@@ -196,20 +200,20 @@ def test_every_grid_holds_the_recipes_own_value_and_the_start_is_the_recipe():
 def test_a_setting_fixed_by_config_is_not_searched():
     """`--config learning_rate=1e-3` trains every trial at 1e-3 (the sampled rate came after it and won);
     a derived key follows a fixed one, and a derived key fixed itself stays as given."""
-    settings = tuning.new_settings("ml-1m", "bert4rec", None, "cpu-1h", 600, 60,
+    settings = new_settings("ml-1m", "bert4rec", None, "cpu-1h", 600, 60,
                                    overrides=["learning_rate=1e-3", "model.hidden_size=32"])
     assert "learning_rate" not in settings.space and "hidden_size" not in settings.space
     assert settings.space["intermediate_size"] == "4d" and "masked_lm_prob" in settings.space
-    config = tuning.start_config(settings)
-    space = tuning.searched(settings, config)
+    config = start_config(settings)
+    space = searched(settings, config)
     trial = optuna.trial.FixedTrial({"masked_lm_prob": 0.4, "hidden_dropout": 0.1})
     assert suggest(space, trial, config) == {"masked_lm_prob": 0.4, "max_predictions_per_seq": 40,
                                              "hidden_dropout": 0.1, "intermediate_size": 128}
-    params, differs = tuning.starting_point_of(settings)
+    params, differs = starting_point_of(settings)
     assert params == {"masked_lm_prob": 0.2, "hidden_dropout": 0.1} and differs == {"intermediate_size": (256, 128)}
-    wide = tuning.new_settings("ml-1m", "bert4rec", None, "cpu-1h", 600, 60, overrides=["intermediate_size=100"])
+    wide = new_settings("ml-1m", "bert4rec", None, "cpu-1h", 600, 60, overrides=["intermediate_size=100"])
     assert "intermediate_size" not in wide.space and "hidden_size" in wide.space
     with pytest.raises(ValueError, match="--config fixes every setting bpr_mf searches"):
-        tuning.new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 600, 60,
+        new_settings("ml-1m", "bpr_mf", None, "cpu-1h", 600, 60,
                             overrides=["hidden_size=32", "l2=0.01", "train_negatives=1", "learning_rate=1e-3",
                                        "batch_size=256"])

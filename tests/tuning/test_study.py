@@ -17,7 +17,11 @@ import warnings
 import optuna
 import pytest
 
-from bert4rec_tf.tuning import study as tuning
+from bert4rec_tf.tuning.binding import bind
+from bert4rec_tf.tuning.settings import new_settings, starting_point_of
+from bert4rec_tf.tuning.study import tune
+from bert4rec_tf.tuning.trials import counted
+from bert4rec_tf.tuning.workers import open_study
 from tests.tasks.harness import planted_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,7 +31,7 @@ FIXED = ["num_negatives=20", "valid_users=0", "warmup_steps=100"]
 
 
 def _settings(budget: float = 18.0, trial_budget: float = 6.0):
-    return tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", budget, trial_budget, FIXED, eval_every=100)
+    return new_settings("beauty", "bpr_mf", None, "cpu-30m", budget, trial_budget, FIXED, eval_every=100)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +43,7 @@ def test_a_study_runs_its_budget_and_writes_its_choice(planted, tmp_path):
     source_file, data_dir = planted
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        done = tuning.tune(str(tmp_path), _settings(), data_dir=data_dir, source_file=source_file)
+        done = tune(str(tmp_path), _settings(), data_dir=data_dir, source_file=source_file)
     # Validations within one second are reported once (Optuna warned and ignored the second).
     assert not [warning for warning in caught if "already reported" in str(warning.message)]
     study = optuna.load_study(study_name="beauty-bpr_mf-default", storage=f"sqlite:///{tmp_path}/study.db")
@@ -63,7 +67,7 @@ def test_a_study_runs_its_budget_and_writes_its_choice(planted, tmp_path):
     assert done["stop_in_warmup"]  # a new study's trials may be stopped in their warm-up
     assert done["at_rungs"]["judged"] >= len(ended)  # every ended trial was judged at its first rung at least
     # the first trial is the recipe's settings: the choice never validates below them
-    assert trials[0].params == tuning.starting_point_of(_settings())[0] and trials[0].user_attrs["start"] == "recipe"
+    assert trials[0].params == starting_point_of(_settings())[0] and trials[0].user_attrs["start"] == "recipe"
     if trials[0].state == optuna.trial.TrialState.COMPLETE:
         assert done["best"]["value"] >= trials[0].value
     assert done["start"]["number"] == 0 and done["start"]["state"] == trials[0].state.name.lower()
@@ -79,7 +83,8 @@ _KILLING_WORKER = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     import optuna
     from bert4rec_tf.training import callbacks
-    from bert4rec_tf.tuning import study as tuning
+    from bert4rec_tf.tuning.settings import new_settings
+    from bert4rec_tf.tuning.study import tune
 
     point = {point!r}
     if point == "between trials":  # after a trial is told, before the next is asked
@@ -99,9 +104,9 @@ _KILLING_WORKER = textwrap.dedent("""
             if point == "during a trial" and len(calls) == 2:
                 os.kill(os.getpid(), signal.SIGKILL)
         callbacks.CheckpointAndValidate.end_interval = killing
-    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", {budget}, {trial_budget}, {fixed!r},
+    settings = new_settings("beauty", "bpr_mf", None, "cpu-30m", {budget}, {trial_budget}, {fixed!r},
                                    eval_every=100)
-    tuning.tune({study_dir!r}, settings, data_dir={data_dir!r}, source_file={source_file!r})
+    tune({study_dir!r}, settings, data_dir={data_dir!r}, source_file={source_file!r})
 """)
 
 
@@ -113,7 +118,7 @@ def _assert_no_setting_twice(trials) -> None:
     """Each run folder trained one setting, and no two folders the same one: no trial shares its
     settings with another but a retry with the trial it trains on from."""
     by_folder: dict[str, set[str]] = {}
-    for trial in tuning.counted(trials):
+    for trial in counted(trials):
         if trial.params:
             by_folder.setdefault(trial.user_attrs["folder"], set()).add(json.dumps(trial.params, sort_keys=True))
     assert all(len(found) == 1 for found in by_folder.values()), by_folder
@@ -173,7 +178,7 @@ def test_killed_studies_continue_without_losing_or_counting_a_trial_twice(plante
                 assert (trial.state, trial.value, trial.params) == finished[trial.number]
         finished.update({trial.number: (trial.state, trial.value, trial.params) for trial in trials
                          if trial.state.is_finished() and trial.state != optuna.trial.TrialState.FAIL})
-    done = tuning.tune(study_dir, _settings(24.0, 6.0), data_dir=data_dir, source_file=source_file)
+    done = tune(study_dir, _settings(24.0, 6.0), data_dir=data_dir, source_file=source_file)
     trials = _trials(study_dir)
     for trial in trials:
         if trial.number in finished:
@@ -240,7 +245,7 @@ def test_two_workers_killed_then_run_again_train_no_setting_twice(planted, tmp_p
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
     trials = _trials(study_dir)
-    retried = [trial for trial in tuning.counted(trials) if "failed_trial" in trial.system_attrs]
+    retried = [trial for trial in counted(trials) if "failed_trial" in trial.system_attrs]
     assert retried and len({trial.system_attrs["failed_trial"] for trial in retried}) == len(retried)
     _assert_no_setting_twice(trials)
 
@@ -266,9 +271,10 @@ def test_ctrl_c_ends_in_one_line_and_the_same_command_trains_the_trial_on(plante
 _ASKING_WORKER = textwrap.dedent("""
     import sys
     sys.path.insert(0, {root!r})
-    from bert4rec_tf.tuning import study as tuning
-    settings = tuning.new_settings("beauty", "bpr_mf", None, "cpu-30m", 18.0, 6.0, {fixed!r}, eval_every=100)
-    study = tuning.open_study({study_dir!r}, settings, None)
+    from bert4rec_tf.tuning.settings import new_settings
+    from bert4rec_tf.tuning.workers import open_study
+    settings = new_settings("beauty", "bpr_mf", None, "cpu-30m", 18.0, 6.0, {fixed!r}, eval_every=100)
+    study = open_study({study_dir!r}, settings, None)
     print("asked", study.ask().number, flush=True)
 """)
 
@@ -282,8 +288,8 @@ def test_taking_a_queued_trial_waits_for_the_other_processes(tmp_path):
 
     study_dir = str(tmp_path)
     settings = _settings()
-    tuning.bind(study_dir, settings)
-    study = tuning.open_study(study_dir, settings, None)
+    bind(study_dir, settings)
+    study = open_study(study_dir, settings, None)
     study.enqueue_trial({"hidden_size": 64})
     script = _ASKING_WORKER.format(root=ROOT, fixed=FIXED, study_dir=study_dir)
     with open(os.path.join(study_dir, ".queue.lock"), "a") as handle:

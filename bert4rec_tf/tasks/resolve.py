@@ -1,0 +1,66 @@
+"""One experiment from its names: a data set, a model preset, a recipe and overrides resolved into the
+`ExperimentConfig` a run trains, the same for the command line, the Python API, the tuner and the
+experiments."""
+
+from __future__ import annotations
+
+import codecs
+from typing import Sequence
+
+from bert4rec_tf.config import ExperimentConfig, UnknownSetting
+from bert4rec_tf.tasks.registry import preset, preset_label, recipe_overrides, refuse_inactive_settings, validate
+
+
+def experiment_config(dataset: str, overrides: Sequence[str], seed: int | None = None,
+                      model: str = "bert4rec", recipe: str | None = None,
+                      encoding: str | None = None) -> ExperimentConfig:
+    """The configuration of `model` on `dataset` under `recipe`, with `overrides`.
+
+    The settings come in layers, each over the ones before it:
+
+    1. the family's sections at their defaults (`ExperimentConfig.for_family`);
+    2. the data set's preset (`bert4rec_tf.config.PRESETS`), the settings the family has;
+    3. the model preset's settings for every data set ("*"), then for this one (its Task's `presets`);
+    4. the recipe's settings for every data set ("*"), then for this one (`bert4rec_tf.config.RECIPES`),
+       those the family has, then, for a `cpu-*` recipe, its Task's `cpu_recipes` for the model;
+    5. the `key=value` overrides, in order (a command's `--config` items, then its flags);
+    6. `seed` (`data.seed`) and `encoding` (`data.encoding`, as Python names it: latin-1 and latin1
+       both give iso8859-1).
+
+    `train.recipe` records the recipe (None: "paper", the preset as it is).
+
+    Raises:
+        ValueError: for an unknown data set or model, a malformed override, an unknown key or a value
+            out of range, an override of `train.recipe` (the recipe is chosen with `--recipe`), a key
+            the model's family does not have (its sections' fields, listed in the message), a seed
+            outside 0..2^32-1, or a setting it reads only under another loss
+            (`bert4rec_tf.tasks.refuse_inactive_settings`).
+    """
+    config = preset(dataset, model)
+    for key, value in recipe_overrides(recipe or "paper", dataset, model).items():
+        config.override(key, value)
+    config.train.recipe = recipe or "paper"
+    given = {}
+    for override in overrides:
+        if "=" not in override:
+            raise ValueError(f"override {override!r} is not key=value")
+        key, value = override.split("=", 1)
+        key = key.strip()
+        if key in ("recipe", "train.recipe"):
+            raise ValueError(f"--config {key} records the recipe of a run: choose it with --recipe")
+        try:
+            field = config.override(key, value)
+        except UnknownSetting:
+            raise UnknownSetting(config, key, preset_label(model, config.model.name)) from None
+        given[field] = f"{key}={value.strip()}"
+    if seed is not None:
+        config.override("data.seed", seed)
+    if not 0 <= config.data.seed < 2**32:
+        raise ValueError(f"{'--seed' if seed is not None else '--config data.seed'} must be a whole number from 0 to "
+                         f"{2**32 - 1}, got {config.data.seed}")
+    if encoding is not None:
+        config.override("data.encoding", encoding)
+    validate(config)
+    refuse_inactive_settings(config, given, model)
+    config.data.encoding = codecs.lookup(config.data.encoding).name
+    return config
