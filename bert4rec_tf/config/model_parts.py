@@ -30,6 +30,10 @@ class ModelConfig(Section):
 
     # The values of `loss` the family trains with (the first is its default); none: nothing to train.
     losses: ClassVar[tuple[str, ...]] = ()
+    # The attributes a model reads (fields of `AttributesPart`): none, by default.
+    item_attributes: ClassVar[tuple] = ()
+    user_attributes: ClassVar[tuple] = ()
+    attributes_at_output: ClassVar[bool] = False
 
     def loss_note(self) -> str | None:
         """What a run's records say of a loss that is not its paper's (None: the paper's loss)."""

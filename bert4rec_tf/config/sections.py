@@ -101,6 +101,8 @@ class DataConfig(Section):
 
     # Whether the data are masked instances with the matching task's (only `MatchingData`).
     matching: ClassVar[bool] = False
+    # Whether the items of the item attribute file join the catalogue (a field of `SlidingWindowData`).
+    feature_items: ClassVar[bool] = False
 
     def check(self) -> None:
         super().check()
@@ -117,6 +119,15 @@ class DataConfig(Section):
         """The settings that name the prepared data (`bert4rec_tf.data.prepare.output_directory`);
         the encoding is part of the source's identity instead."""
         return {name: value for name, value in dataclasses.asdict(self).items() if name != "encoding"}
+
+    def attribute_files(self) -> dict[str, str]:
+        """{field ("item_features", "user_features"): path} of the attribute files the data name:
+        none for a family that reads no attributes (`SlidingWindowData` names them)."""
+        return {}
+
+    def features_encoding(self, field: str) -> str:
+        """The text encoding the attribute file of `field` is read in: the data's."""
+        return self.encoding
 
 
 @dataclasses.dataclass
@@ -167,9 +178,13 @@ class SlidingWindowData(WindowData):
         return {name: value for name, value in super().key_settings().items()
                 if name not in encodings and (name not in (*FEATURE_FIELDS, "feature_items") or value)}
 
+    def attribute_files(self) -> dict[str, str]:
+        return {field: path for field, path in (("item_features", self.item_features),
+                                                ("user_features", self.user_features)) if path}
+
     def features_encoding(self, field: str) -> str:
-        """The text encoding the file of `field` ("item_features", "user_features") is read in."""
-        return getattr(self, f"{field}_encoding") or self.encoding
+        encodings = {"item_features": self.item_features_encoding, "user_features": self.user_features_encoding}
+        return encodings[field] or self.encoding
 
     def check(self) -> None:
         super().check()

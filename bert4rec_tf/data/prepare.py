@@ -35,7 +35,6 @@ from typing import Iterator
 import numpy as np
 
 from bert4rec_tf.config import DataConfig, MaskedData
-from bert4rec_tf.config.sections import FEATURE_FIELDS
 from bert4rec_tf.constants import PAD_ID, mask_id, vocab_size
 from bert4rec_tf.data import download as download_lib
 from bert4rec_tf.data import instances as instances_lib
@@ -125,14 +124,12 @@ def attribute_files(config: DataConfig) -> dict[str, str]:
         DataError: naming a file that does not exist.
     """
     found = {}
-    for field in FEATURE_FIELDS:
-        path = getattr(config, field, "")
-        if path:
-            require_file(path)
-            found[field] = "file-" + download_lib.sha256_of(path)[:16]
-            encoding = config.features_encoding(field)
-            if codecs.lookup(encoding).name != codecs.lookup(config.encoding).name:
-                found[field] += f"-{encoding}"
+    for field, path in config.attribute_files().items():
+        require_file(path)
+        found[field] = "file-" + download_lib.sha256_of(path)[:16]
+        encoding = config.features_encoding(field)
+        if codecs.lookup(encoding).name != codecs.lookup(config.encoding).name:
+            found[field] += f"-{encoding}"
     return found
 
 
@@ -262,13 +259,11 @@ def read_feature_files(config: DataConfig, sequences: UserSequences) -> tuple[Us
         DataError: one line naming the file, line and column of the first problem.
     """
     found, coverage = {}, []
-    for key, field in (("item", "item_features"), ("user", "user_features")):
-        path = getattr(config, field, "")
-        if not path:
-            continue
+    for field, path in config.attribute_files().items():
+        key = field.split("_")[0]
         table = read_features(path, config.features_encoding(field), key=key)
         coverage.append(check_coverage(table, sequences.item_ids if key == "item" else sequences.user_ids))
-        if key == "item" and getattr(config, "feature_items", False):
+        if key == "item" and config.feature_items:
             known = set(sequences.item_ids)
             extra = [raw for raw in table.ids if raw not in known]
             if extra:

@@ -16,7 +16,8 @@ def average_last_attention(model, histories: np.ndarray, last: int = 10, users: 
     the window ends at the appended [MASK].
 
     Args:
-        model: a model with `history_inputs` and `encode(features, return_attention_scores=True)`.
+        model: a model with `history_inputs`, `with_users` (`SequentialRecommender`'s) and
+            `encode(features, return_attention_scores=True)`.
         histories: int [users, L] raw histories, e.g. validation histories.
         last: the window, ending at each sequence's last real position; shorter sequences are skipped.
         users: the histories' model user ids [users], for a model that reads users (user attributes).
@@ -28,9 +29,7 @@ def average_last_attention(model, histories: np.ndarray, last: int = 10, users: 
     Raises:
         ValueError: when no sequence has `last` positions.
     """
-    features = model.history_inputs(histories)
-    if getattr(model, "user_features", None) is not None:
-        features = model.with_users(features, users)
+    features = model.with_users(model.history_inputs(histories), users)
     features = {name: ops.convert_to_numpy(value) for name, value in features.items()}
     real = features["input_ids"] != 0  # [users, n]
     keep = real.sum(axis=1) >= last

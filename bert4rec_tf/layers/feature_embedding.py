@@ -122,7 +122,7 @@ class FeatureEmbedding(keras.layers.Layer):
 def user_attribute_layer(config, dtype=None) -> FeatureEmbedding | None:
     """The `FeatureEmbedding` of the users (rows 0..num_users, 0 an unknown user with no attribute)
     for a model section with `user_attributes`; None without any."""
-    attributes = getattr(config, "user_attributes", None)
+    attributes = config.user_attributes
     if not attributes:
         return None
     return FeatureEmbedding(attributes, rows=config.num_users + 1, hidden_size=config.hidden_size, of="user",

@@ -52,6 +52,9 @@ class SequentialRecommender(keras.Model):
     # Whether the Transformer blocks pack the real positions of a batch (padding-free); None: the
     # model has no such blocks.
     pack_positions: bool | None = None
+    # The users' attribute embedding (`layers.FeatureEmbedding`) a model trained with user attributes
+    # adds at every position of its input (`user_attribute_inputs`); None: the model reads none.
+    user_features = None
 
     def __init__(self, config: ModelConfig | dict, **kwargs):
         super().__init__(**kwargs)
@@ -92,7 +95,7 @@ class SequentialRecommender(keras.Model):
         """The user attributes' embedding [batch, 1, d] to add at every position of the input, from
         `features["info"]` (int [batch, 1], model user ids, 0: unknown, as in the training instances);
         None for a model without user attributes (`user_features` None)."""
-        if getattr(self, "user_features", None) is None:
+        if self.user_features is None:
             return None
         if "info" not in features:
             raise ValueError("this model reads user attributes: its inputs need the users (`info`, or users= when "
@@ -102,7 +105,7 @@ class SequentialRecommender(keras.Model):
     def with_users(self, features: dict, users) -> dict:
         """`features` with `info` [batch, 1] from model user ids `users` [batch] for a model with user
         attributes; `features` as they are otherwise."""
-        if getattr(self, "user_features", None) is None:
+        if self.user_features is None:
             return features
         if users is None:
             raise ValueError("this model reads user attributes: score with users=")

@@ -125,7 +125,5 @@ def history_features(model, histories: np.ndarray, users: np.ndarray | None = No
     model with user attributes (`SequentialRecommender.with_users`)."""
     from keras import ops
 
-    features = model.history_inputs(histories)
-    if getattr(model, "user_features", None) is not None:
-        features = model.with_users(features, users)
+    features = model.with_users(model.history_inputs(histories), users)
     return {name: ops.convert_to_numpy(value) for name, value in features.items()}

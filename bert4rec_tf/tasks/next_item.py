@@ -66,7 +66,7 @@ class NextItemWindowsTask(Task):
         # max_len inputs and the last target
         windows = make_windows(train, np.arange(1, len(train) + 1), data.max_len + 1, data.prop_sliding_window)
         sampler = self.negative_sampler(prepared, train)
-        with_users = bool(getattr(config.model, "user_attributes", None))
+        with_users = bool(config.model.user_attributes)
         return lambda start: next_item_training_dataset(windows, data, sampler, batch_size=config.train.batch_size,
                                                         start=start, with_users=with_users)
 

@@ -118,18 +118,18 @@ def validate(config: ExperimentConfig) -> None:
     """
     config.validate()
     task = get_task(config.model.name)
-    for key in ("item", "user"):
-        path = getattr(config.data, f"{key}_features", "")
-        if path and key not in task.reads_features:
+    for field in config.data.attribute_files():
+        key = field.split("_")[0]
+        if key not in task.reads_features:
             reading = ", ".join(sorted(name for name, other in TASKS.items()
                                        if key in other.reads_features)) or "none yet"
             raise ValueError(f"--config {key}_features: {task.name} reads no {key} attributes (families that do: "
                              f"{reading})")
-    at_output = getattr(config.model, "attributes_at_output", False)
-    if at_output and not config.data.item_features:
+    at_output = config.model.attributes_at_output
+    if at_output and "item_features" not in config.data.attribute_files():
         raise ValueError("--config attributes_at_output=true scores items from their attributes: give them with "
                          "--config item_features=FILE")
-    if getattr(config.data, "feature_items", False) and not at_output:
+    if config.data.feature_items and not at_output:
         raise ValueError("--config feature_items=true adds items without interactions, whose own embedding rows "
                          "never train: give --config attributes_at_output=true too, so that they are scored from "
                          "their attributes")

@@ -103,7 +103,7 @@ def set_from_data(config: ExperimentConfig, prepared: PreparedData) -> None:
     config.model.num_users = int(prepared.metadata["num_users"])
     reads = get_task(config.model.name).reads_features
     for key in ("item", "user"):
-        if hasattr(config.model, f"{key}_attributes"):
+        if f"{key}_attributes" in config.model.keys():  # a family whose model reads attributes
             encoded = prepared.features(key) if key in reads else None
             setattr(config.model, f"{key}_attributes", [] if encoded is None else encoded.attributes())
 
@@ -287,15 +287,16 @@ class RunFolder:
         differs (`recorded`: run.json; `data_key`: the key of this command's data). A run whose run.json
         holds no "attribute_files" has each of its files named as what may have changed."""
         current, files = attribute_files(config.data), recorded.get("attribute_files")
+        paths = config.data.attribute_files()
         if files is None and current:
             raise ValueError(f"{self.directory} was trained on other prepared data of the same source file (data_key "
                              f"{recorded.get('data_key')}, this command gives {data_key}): restore whichever of "
-                             f"its attribute files ({', '.join(getattr(config.data, field) for field in current)}) "
+                             f"its attribute files ({', '.join(paths[field] for field in current)}) "
                              "changed since the run started, or use a new --model_dir")
         for field, identity in current.items():
             if files is not None and files.get(field) != identity:
                 raise ValueError(f"{self.directory} was trained on another version of the attribute file "
-                                 f"{getattr(config.data, field)} (--config {field}): its contents changed since "
+                                 f"{paths[field]} (--config {field}): its contents changed since "
                                  f"(recorded {files.get(field)}, now {identity}); restore the file the run "
                                  "started with, or use a new --model_dir")
 

@@ -17,6 +17,9 @@ class FixedAttention:
     def history_inputs(self, history):
         return {"input_ids": np.asarray(history)}
 
+    def with_users(self, features, users):  # a model that reads no users (`SequentialRecommender`'s rule)
+        return features
+
     def encode(self, features, training=False, return_attention_scores=False):
         batch, n = np.asarray(features["input_ids"]).shape
         grid = (np.arange(n)[:, None] * 10 + np.arange(n)[None, :]) / 1000.0
