@@ -75,7 +75,7 @@ class BERT4Rec(SequentialRecommender):
         **kwargs: passed to `keras.Model` (name, dtype, ...).
 
     Example:
-        >>> model = BERT4Rec(BERT4RecConfig(vocab_size=3418))  # bert4rec_tf.tasks.cloze
+        >>> model = BERT4Rec(BERT4RecConfig(vocab_size=3418))  # bert4rec_tf.tasks.bert4rec
         >>> model.compile(optimizer=keras.optimizers.AdamW(1e-4))
         >>> model.fit(features, features["masked_lm_ids"], batch_size=256)
         >>> scores = model.score_next(history)  # [batch, vocab_size]

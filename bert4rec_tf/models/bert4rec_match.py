@@ -28,7 +28,7 @@ class BERT4RecMatch(BERT4Rec):
     Beauty's settings), its gradient sets the step of every shared weight under Adam, and the masked
     task barely trains: on a planted-order data set the model learned only popularity in 1,000 steps
     (issue 20). Extra training features
-    (`MatchingTask.training_stream`): `match_positive` int [batch, 1] (0: no matching task) and
+    (`BERT4RecMatchTask.training_stream`): `match_positive` int [batch, 1] (0: no matching task) and
     `match_negatives` int [batch, n]. Prediction appends [MASK] as BERT4Rec does.
     """
 

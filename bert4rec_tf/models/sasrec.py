@@ -31,7 +31,7 @@ class SASRec(SequentialRecommender):
     ignored; "ce", softmax cross-entropy over all items at every non-padding position; or
     "sampled_softmax", its estimate over K negatives shared by the batch (not the paper's loss).
 
-    Features for training (a dict of tensors, from `NextItemTask.training_stream`):
+    Features for training (a dict of tensors, from `SASRecTask.training_stream`):
         input_ids: int [batch, max_len] items, padded on the left with 0.
         positive_ids: int [batch, max_len] the next item at each position, 0 at padding.
         negative_ids: int [batch, max_len] a sampled negative at each position ("bce").

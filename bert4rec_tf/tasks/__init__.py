@@ -7,15 +7,15 @@ outside the package: an installed distribution declares its Task in the entry-po
 """
 
 from bert4rec_tf.tasks.base import Task
+from bert4rec_tf.tasks.bert4rec import BERT4RecTask
+from bert4rec_tf.tasks.bert4rec_match import BERT4RecMatchTask
 from bert4rec_tf.tasks.bpr_mf import BPRMFTask
 from bert4rec_tf.tasks.caser import CaserTask
-from bert4rec_tf.tasks.cloze import ClozeTask
 from bert4rec_tf.tasks.fpmc import FPMCTask
 from bert4rec_tf.tasks.gru4rec import GRU4RecPlusTask, GRU4RecTask
-from bert4rec_tf.tasks.matching import MatchingTask
 from bert4rec_tf.tasks.ncf import NCFTask
-from bert4rec_tf.tasks.next_item import NextItemTask
-from bert4rec_tf.tasks.popularity import PopularityTask
+from bert4rec_tf.tasks.pop import PopTask
+from bert4rec_tf.tasks.sasrec import SASRecTask
 from bert4rec_tf.tasks.registry import (
                                         REFERENCE_TASK,
                                         TASKS,
@@ -31,10 +31,10 @@ from bert4rec_tf.tasks.registry import (
                                         validate,
 )
 
-register_task(ClozeTask())
-register_task(NextItemTask())
-register_task(MatchingTask())
-register_task(PopularityTask())
+register_task(BERT4RecTask())
+register_task(SASRecTask())
+register_task(BERT4RecMatchTask())
+register_task(PopTask())
 register_task(CaserTask())
 register_task(GRU4RecTask())
 register_task(GRU4RecPlusTask())

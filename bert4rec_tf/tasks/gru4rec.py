@@ -27,7 +27,7 @@ import numpy as np
 
 from bert4rec_tf.config import EmbeddingPart, ExperimentConfig, NegativesPart, TrainedModelConfig
 from bert4rec_tf.config.sections import check_at_least_one, check_dropout, check_nonnegative
-from bert4rec_tf.tasks.next_item import NextItemWindowsTask
+from bert4rec_tf.tasks.sasrec import NextItemWindowsTask
 from bert4rec_tf.tasks.space import LEARNING_RATE, PAPER_DROPOUT, PAPER_HIDDEN_SIZES, Choice, Float
 
 

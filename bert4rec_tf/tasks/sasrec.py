@@ -79,7 +79,7 @@ class NextItemWindowsTask(Task):
         return features
 
 
-class NextItemTask(NextItemWindowsTask):
+class SASRecTask(NextItemWindowsTask):
     """SASRec's training: the next-item windows, one sampled negative per target."""
 
     name = "sasrec"

@@ -14,7 +14,7 @@ import numpy as np
 
 from bert4rec_tf.config import SHORT_SEQUENCE_DATASETS, ExperimentConfig, MatchingData
 from bert4rec_tf.config.sections import check_at_least_one
-from bert4rec_tf.tasks.cloze import BERT4RecConfig, ClozeTask
+from bert4rec_tf.tasks.bert4rec import BERT4RecConfig, BERT4RecTask
 
 
 @dataclasses.dataclass
@@ -35,7 +35,7 @@ class BERT4RecMatchConfig(BERT4RecConfig):
         check_at_least_one(self, "match_negatives")
 
 
-class MatchingTask(ClozeTask):
+class BERT4RecMatchTask(BERT4RecTask):
     """The Cloze family with the matching task."""
 
     name = "bert4rec_match"

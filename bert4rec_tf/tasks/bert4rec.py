@@ -32,7 +32,7 @@ class BERT4RecConfig(AttributesPart, SampledSoftmaxPart, TransformerPart, Traine
     losses: ClassVar[tuple[str, ...]] = ("ce", "sampled_softmax")
 
 
-class ClozeTask(Task):
+class BERT4RecTask(Task):
     """The Cloze family: masked instances in, the masked items' cross-entropy over the vocabulary."""
 
     name = "bert4rec"

@@ -19,7 +19,7 @@ class POPConfig(ModelConfig):
     name: str = "pop"
 
 
-class PopularityTask(Task):
+class PopTask(Task):
     """Ranking by popularity; no training stream, no loss."""
 
     name = "pop"
