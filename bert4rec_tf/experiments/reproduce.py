@@ -34,27 +34,27 @@ continued from where it stopped when the command is given again:
 from __future__ import annotations
 
 import argparse
-import collections
-import dataclasses
 import functools
 import os
 import shlex
-import subprocess
 import sys
 import time
 
 from bert4rec_tf import cli
 from bert4rec_tf.data.registry import get_spec
+from bert4rec_tf.experiments import scheduler
 from bert4rec_tf.experiments.calibration import START_TOLERANCE, usable_cores
-from bert4rec_tf.experiments.plans import (ATTRIBUTES_TOKEN, EXPERIMENTS, RENAMED, derived_flags, plan,
-                                           resolved_settings, run_settings)
+from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, plan, resolved_settings
 from bert4rec_tf.experiments.records import own_record, read_record, run_status, settings_changes, stale_fields
 from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, provenance_file, recorded_datasets,
                                              report_datasets, slower_cores, start_provenance, write_reports)
-from bert4rec_tf.experiments.scheduler import TRAIN, core_groups, parse_deadline, run_jobs, trained_seconds
-from bert4rec_tf.files import copy_file_atomic, read_json
+from bert4rec_tf.experiments.commands import attributes_folder, missing_attributes, settings_of, train_command
+from bert4rec_tf.experiments.scheduler import core_groups, parse_deadline, run_jobs, trained_seconds
+from bert4rec_tf.experiments.tuned import (keep_study, recorded_choice, study_dir, study_summary, tune_command,
+                                           tune_studies, tuned_plan)
+from bert4rec_tf.files import read_json
+from bert4rec_tf.tasks import recipe_overrides
 from bert4rec_tf.tuning.results import BEST_FLAGS
-from bert4rec_tf.tasks import preset, recipe_overrides
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -107,239 +107,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def attributes_folder(args: argparse.Namespace) -> str:
-    """Where the runs' attribute files are (`--attributes`, default `<out>/attributes`)."""
-    return args.attributes or os.path.join(args.out, "attributes")
-
-
-def missing_attributes(run, args: argparse.Namespace) -> str | None:
-    """The first attribute file `run` reads that does not exist, or None."""
-    folder = attributes_folder(args)
-    for flag in run.flags:
-        if ATTRIBUTES_TOKEN in flag:
-            path = flag.split("=", 1)[1].replace(ATTRIBUTES_TOKEN, folder)
-            if not os.path.isfile(path):
-                return path
-    return None
-
-
-def study_dir(run, args: argparse.Namespace) -> str:
-    """The folder of the study whose chosen settings the tuned `run` trains."""
-    return os.path.join(args.studies or os.path.join(args.out, "studies"), f"{run.dataset}-{run.against}")
-
-
-# What a study's folder holds of its result that --results_dir keeps beside the records: the chosen
-# settings and the summary, so that the tuned run trains the same choice on a machine without the study.
-KEPT_STUDY_FILES = (BEST_FLAGS, "summary.json")
-
-
-def kept_study_dir(run, args: argparse.Namespace) -> str | None:
-    """The copy of the result of the study of the tuned `run` in --results_dir
-    (`<results_dir>/<experiment>/studies/<dataset>-<setting>`), or None without --results_dir."""
-    if not args.results_dir:
-        return None
-    return os.path.join(args.results_dir, args.experiment, "studies", f"{run.dataset}-{run.against}")
-
-
-def chosen_dir(run, args: argparse.Namespace) -> str:
-    """The study folder whose result the tuned `run` trains: its study's own once it has chosen, else
-    the copy kept in --results_dir when there is one (the study ran on another machine)."""
-    own, kept = study_dir(run, args), kept_study_dir(run, args)
-    if os.path.isfile(os.path.join(own, BEST_FLAGS)) or not kept or not os.path.isfile(os.path.join(kept, BEST_FLAGS)):
-        return own
-    return kept
-
-
-def keep_study(run, args: argparse.Namespace) -> None:
-    """Copies the result of the study of the tuned `run` (`KEPT_STUDY_FILES`) to `kept_study_dir`, each
-    file complete or absent; nothing without --results_dir or before the study has chosen."""
-    own, kept = study_dir(run, args), kept_study_dir(run, args)
-    if not kept or not all(os.path.isfile(os.path.join(own, name)) for name in KEPT_STUDY_FILES):
-        return
-    os.makedirs(kept, exist_ok=True)
-    for name in KEPT_STUDY_FILES:
-        copy_file_atomic(os.path.join(own, name), os.path.join(kept, name))
-
-
-# The lines of best.flags that must agree with the tuned run's own (flag name -> the Run's field).
-_STUDY_FLAGS = {"--dataset": "dataset", "--model": "model"}
-
-
-def chosen_flags(run, args: argparse.Namespace) -> list[str] | None:
-    """The --config flags of the settings the study of the tuned `run` chose (its best.flags), or None
-    when it has none yet.
-
-    Raises:
-        ValueError: when the study tuned another data set, model, recipe or loss than the run trains.
-    """
-    path = os.path.join(chosen_dir(run, args), BEST_FLAGS)
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as handle:
-        lines = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
-    given = dict(line.split("=", 1) for line in lines if not line.startswith("--config="))
-    pairs = dict(zip(run.flags[0::2], run.flags[1::2]))
-    wanted = {**{flag: getattr(run, field) for flag, field in _STUDY_FLAGS.items()}, "--recipe": args.recipe,
-              "--seed": str(args.seed), "--loss": pairs.get("--loss")}
-    for flag, value in wanted.items():
-        if given.get(flag) != value:
-            raise ValueError(f"run {run.name}: its study {path} was made with {flag} {given.get(flag)}, the run "
-                             f"trains {value}: give another --studies or tune it again")
-    _check_study_data(run, args, os.path.dirname(path))
-    flags = []
-    for line in lines:
-        if line.startswith("--config="):
-            flags += ["--config", line[len("--config="):]]
-    return flags
-
-
-def _check_study_data(run, args: argparse.Namespace, folder: str) -> None:
-    """Refuses the study in `folder` when it tuned on another source file than the one this command
-    gives the tuned `run`'s data set (its summary.json's "data"; a study of older code recorded
-    none). Only the data sets this command trains are checked: the report's other rows are records.
-
-    Raises:
-        ValueError: one line naming the run, the study and the two sources.
-    """
-    from bert4rec_tf.data.prepare import source_identity
-
-    path = os.path.join(folder, "summary.json")
-    studied = (read_json(path, "study summary").get("data") or {}).get("source") if os.path.isfile(path) else None
-    if studied is None or run.dataset not in [name.strip() for name in args.datasets.split(",")]:
-        return
-    sources = dict(item.split("=", 1) for item in args.source_file)
-    ours = source_identity(sources.get(run.dataset))
-    if studied.split("-")[:2] != ours.split("-")[:2]:  # the same bytes, whatever encoding they were read in
-        raise ValueError(f"run {run.name}: its study {folder} tuned on another source file ({studied}; this command's "
-                         f"{run.dataset} data is {ours}): give the study of this data with --studies, or tune it "
-                         "again in another folder")
-
-
-def tuned_plan(runs: list, args: argparse.Namespace, recorded=None) -> tuple[list, list]:
-    """`runs` with each tuned run's flags followed by its study's chosen settings (`chosen_flags`), and
-    the tuned runs whose study has no result yet (left out of the first list). `recorded(run)`: the
-    chosen settings of a tuned run that has no study here but a record (its study ran elsewhere), or
-    None; the report shows such a run from its record."""
-    ready, untuned = [], []
-    for run in runs:
-        flags = chosen_flags(run, args) if run.tuned else []
-        if flags is None and recorded is not None:
-            flags = recorded(run)
-        if flags is None:
-            untuned.append(run)
-        else:
-            ready.append(dataclasses.replace(run, flags=run.flags + tuple(flags)) if flags else run)
-    return ready, untuned
-
-
-def recorded_choice(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str] | None:
-    """The --config flags that the tuned `run`'s own record in --results_dir was trained with beyond
-    the run's untuned settings (its study's choice), when they make exactly the record's settings;
-    else None."""
-    if not args.results_dir:
-        return None
-    path = os.path.join(args.results_dir, args.experiment, f"{run.name}.json")
-    if not os.path.isfile(path):
-        return None
-    theirs = read_json(path, "run record").get("settings") or []
-    base = _settings(run, args, sources)
-    # Each of the run's own pairs is taken away once: the study's best.flags repeats the run's --config
-    # (SASRec (bce)'s code_network=true is in its settings twice).
-    left = collections.Counter(tuple(pair) for pair in zip(base[0::2], base[1::2]))
-    chosen = []
-    for pair in zip(theirs[0::2], theirs[1::2]):
-        if left[pair] > 0:
-            left[pair] -= 1
-        elif pair[0] == "--config":
-            chosen += pair
-    tuned = dataclasses.replace(run, flags=run.flags + tuple(chosen))
-    return chosen if _settings(tuned, args, sources) == theirs else None
-
-
-def study_summary(run, args: argparse.Namespace) -> dict:
-    """What the study of the tuned `run` spent and chose (its summary.json), with its folder's name."""
-    folder = chosen_dir(run, args)
-    path = os.path.join(folder, "summary.json")
-    found = read_json(path, "study summary") if os.path.isfile(path) else {}
-    return {"study": os.path.basename(folder), **found}
-
-
-def tune_command(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
-    """The bert4rec-tune command of the study of the tuned `run`: its loss and --config overrides, the
-    command's recipe, seed and validation interval."""
-    command = [sys.executable, "-m", "bert4rec_tf.scripts.tune", "--dataset", run.dataset, "--model", run.model,
-               "--recipe", args.recipe, "--budget", args.tune_budget or "<--tune_budget>", "--trial_budget", args.trial_budget,
-               "--seed", str(args.seed), "--eval_every", str(args.eval_every), "--jobs", str(args.jobs),
-               "--study_dir", study_dir(run, args)]
-    for flag, value in zip(run.flags[0::2], run.flags[1::2]):
-        if flag not in ("--loss", "--config"):
-            raise ValueError(f"run {run.name}: bert4rec-tune takes no {flag}")
-        command += [flag, value]
-    if args.budget:  # the test run's budget: the trials follow its schedule
-        command += ["--schedule_budget", args.budget]
-    if args.data_dir:
-        command += ["--data_dir", args.data_dir]
-    if run.dataset in sources:
-        command += ["--source_file", sources[run.dataset]]
-    return command
-
-
-def run_study(command: list[str]) -> int:
-    """Runs a bert4rec-tune command in the package's environment, ending with this process (Linux);
-    its exit status."""
-    from bert4rec_tf.experiments.scheduler import child_setup
-    from bert4rec_tf.files import package_environment
-
-    return subprocess.run(command, env=package_environment(), check=False,
-                          preexec_fn=functools.partial(child_setup, os.getpid(), None)).returncode
-
-
-def tune_studies(untuned: list, args: argparse.Namespace, sources: dict[str, str]) -> None:
-    """Runs the studies of the `untuned` runs, one after another.
-
-    Raises:
-        ValueError: when a study fails.
-    """
-    for index, run in enumerate(untuned, 1):
-        command = tune_command(run, args, sources)
-        print(f"study {index}/{len(untuned)}: {study_dir(run, args)} ({args.tune_budget} of trials): "
-              f"{shlex.join(command[3:])}", flush=True)
-        if run_study(command):
-            raise ValueError(f"the study of {run.name} failed (its output is above); the same command continues it")
-        keep_study(run, args)
-
-
-def train_command(run, args: argparse.Namespace, sources: dict[str, str], resolve: bool = True) -> list[str]:
-    """The train command line of `run`; with `resolve`, the attribute files' folder in place of
-    `ATTRIBUTES_TOKEN` (the command to run), else the token (its settings)."""
-    command = [*TRAIN, "--dataset", run.dataset, "--model", run.model, "--model_dir", os.path.join(args.out, "runs", run.name),
-               "--seed", str(args.seed), "--eval_every", str(args.eval_every), "--recipe", args.recipe]
-    trains = preset(run.dataset, run.model).has("train_steps")  # a family that trains nothing takes no length
-    if args.budget and trains:
-        command += ["--time_budget", args.budget]
-    if args.train_steps and trains:
-        command += ["--train_steps", str(args.train_steps)]
-        if args.recipe != "paper":
-            command += ["--config", "time_budget=0"]
-    if args.data_dir:
-        command += ["--data_dir", args.data_dir]
-    if run.dataset in sources:
-        command += ["--source_file", sources[run.dataset]]
-    folder = attributes_folder(args)
-    command += [flag.replace(ATTRIBUTES_TOKEN, folder) if resolve else flag for flag in run.flags]
-    try:
-        extra = shlex.split(args.extra)
-    except ValueError as error:
-        raise ValueError(f"--extra {args.extra!r} is not a command line ({str(error).lower()}): quote it as the shell "
-                         "would, e.g. --extra \"--config item_features='my file.csv'\"") from None
-    return command + derived_flags(run, run_settings(command[len(TRAIN):]), extra) + extra
-
-
-def _settings(run, args: argparse.Namespace, sources: dict[str, str]) -> list[str]:
-    """The run's train.py settings: its command line without the script and the local paths."""
-    return run_settings(train_command(run, args, sources, resolve=False)[len(TRAIN):])
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = "bert4rec-reproduce " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
@@ -378,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
             # Every run it reads has its settings resolved: a plan that cannot be resolved fails here.
             ready, awaiting = tuned_plan(plan(args.experiment, report_datasets(datasets, recorded_datasets(args))),
                                          args, recorded)
-            return ready, awaiting, {run.name: _settings(run, args, sources) for run in ready}
+            return ready, awaiting, {run.name: settings_of(run, args, sources) for run in ready}
 
         reported, awaiting, reported_settings = report_plan()
         for run in runs:  # a run train.py would refuse (a flag it lacks, a setting its model does not read) fails here
             try:
-                cli.check_train_flags(train_command(run, args, sources)[len(TRAIN):])
-                resolved_settings(_settings(run, args, sources), strict=True)
+                cli.check_train_flags(train_command(run, args, sources)[len(scheduler.TRAIN):])
+                resolved_settings(settings_of(run, args, sources), strict=True)
                 if get_spec(run.dataset).url is None and run.dataset not in sources:
                     raise ValueError(f"data set {run.dataset!r} has no download: give --source_file "
                                      f"{run.dataset}=PATH")
@@ -406,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     def status(run) -> str:
         model_dir = os.path.join(args.out, "runs", run.name)
         state = run_status(model_dir)
-        settings = _settings(run, args, sources)
+        settings = settings_of(run, args, sources)
         origin = provenance_file(model_dir)
         if state != "new" and ((os.path.isfile(origin) and read_json(origin, "run provenance").get(
                 "settings", settings) != settings) or folder_changed(model_dir, settings)):
@@ -418,14 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     def changed(run) -> list[str]:
         """What differs in the run's own record made with another configuration (a preset or recipe
         changed since): the run trains again."""
-        settings = _settings(run, args, sources)
+        settings = settings_of(run, args, sources)
         record = own_record(args.results_dir, args.experiment, run, settings) if args.results_dir else None
         return stale_fields(record, settings) if record else []
 
     def other_flags(run, state: str) -> list[str]:
         """The flags by which the new run's record in --results_dir differs, when it was made with other
         flags than the plan gives now (`settings_changes`): the run trains again and replaces it."""
-        return settings_changes(args.results_dir, args.experiment, run, _settings(run, args, sources)) if (
+        return settings_changes(args.results_dir, args.experiment, run, settings_of(run, args, sources)) if (
             args.results_dir and state == "new") else []
 
     if args.dry_run:
@@ -443,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             elif flags:
                 state = f"new: its record was made with other flags ({'; '.join(flags)})"
             print(f"{index:>3}. {run.name:<32} [{state}] "
-                  f"{shlex.join(train_command(run, args, sources)[len(TRAIN):])}")
+                  f"{shlex.join(train_command(run, args, sources)[len(scheduler.TRAIN):])}")
         return 0
     if untuned:
         try:
@@ -452,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = sorted(runs + tuned_plan(untuned, args)[0], key=lambda run: order.index(run.name))
             reported, awaiting, reported_settings = report_plan()
             for run in runs:
-                resolved_settings(_settings(run, args, sources), strict=True)
+                resolved_settings(settings_of(run, args, sources), strict=True)
         except ValueError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
@@ -471,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         if state == "finished":
             print(f"run {index}/{len(runs)}: {run.name} finished earlier, skipped", flush=True)
         elif state == "recorded":
-            shared = read_record(args.results_dir, args.experiment, run, _settings(run, args, sources)).get("same_as")
+            shared = read_record(args.results_dir, args.experiment, run, settings_of(run, args, sources)).get("same_as")
             where = f"as {shared} " if shared else ""
             print(f"run {index}/{len(runs)}: {run.name} recorded in {args.results_dir} {where}with these settings, "
                   "skipped", flush=True)
@@ -501,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         if holder:
             raise ValueError(f"{os.path.join(args.out, 'runs', run.name)} is in use by {holder}: wait for it to end, "
                              "or give another --out")
-        settings = _settings(run, args, sources)
+        settings = settings_of(run, args, sources)
         if run.tuned:  # a study that chose in an earlier command: its result is kept too
             keep_study(run, args)
         start_provenance(os.path.join(args.out, "runs", run.name), command, cores, settings, speed,

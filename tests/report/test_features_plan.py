@@ -28,7 +28,7 @@ def _main(tmp_path, monkeypatch, *flags):
     from bert4rec_tf.experiments import scheduler
 
     monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
-    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
+    monkeypatch.setattr(script.scheduler, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
     return script.main(["features", "--datasets", "ml-1m", "--only", "sasrec-ce-items", "--recipe", "cpu-1h",
                         "--budget", "1m", "--out", str(tmp_path / "out"), "--no_figures", *flags])
 
@@ -47,18 +47,18 @@ def test_the_commands_name_the_attribute_folder_and_the_settings_do_not(tmp_path
     assert f"--config item_features={folder}/item_features.csv" in capsys.readouterr().out
     args = script.parse_args(["features", "--out", str(tmp_path / "out"), "--attributes", str(folder)])
     run = plan("features", ["ml-1m"])[1]
-    settings = script._settings(run, args, {})
+    settings = script.settings_of(run, args, {})
     assert f"item_features={ATTRIBUTES_TOKEN}/item_features.csv" in settings and str(folder) not in " ".join(settings)
 
 
 def test_the_slices_table_gives_each_slices_users_and_two_standard_errors():
-    from bert4rec_tf.experiments.report import _slices_table
+    from bert4rec_tf.experiments.report_tables import slices_table
 
     slices = {"by": "the test target's training occurrences",
               "<5": {"users": 100, "pop": {"HR@10": 0.5, "NDCG@10": 0.3}, "full": {"Recall@10": 0.1}},
               "5-20": {"users": 2, "pop": {"HR@10": 0.0, "NDCG@10": 0.0}, "full": {"Recall@10": 0.0}},
               ">20": {"users": 400, "pop": {"HR@10": 0.7, "NDCG@10": 0.4}, "full": {"Recall@10": 0.2}}}
-    lines = _slices_table([{"run": "ml-1m-x", "dataset": "ml-1m", "test_slices": slices},
+    lines = slices_table([{"run": "ml-1m-x", "dataset": "ml-1m", "test_slices": slices},
                            {"run": "ml-1m-earlier", "dataset": "ml-1m"}])  # a record from before slices
     rows = [line for line in lines if line.startswith("| ml-1m")]
     # 2 sqrt(0.5 * 0.5 / 100) = 0.1; 2 sqrt(0.3 * 0.7 / 100) = 0.0917; 2 sqrt(0.7 * 0.3 / 400) = 0.0458
@@ -66,7 +66,7 @@ def test_the_slices_table_gives_each_slices_users_and_two_standard_errors():
                     # 2 users: no error bar (the formula would give 0 at m = 0)
                     "| ml-1m-x | 5-20 | 2 | 0.0000 (too few users) | 0.0000 (too few users) | 0.0000 (too few users) |",
                     "| ml-1m-x | >20 | 400 | 0.7000 ± 0.0458 | 0.4000 ± 0.0490 | 0.2000 ± 0.0400 |"]
-    assert _slices_table([{"run": "ml-1m-earlier", "dataset": "ml-1m"}]) == []
+    assert slices_table([{"run": "ml-1m-earlier", "dataset": "ml-1m"}]) == []
 
 
 def test_a_finished_run_with_attributes_is_of_its_settings_wherever_its_attribute_files_were():

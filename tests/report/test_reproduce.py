@@ -287,7 +287,7 @@ def _run_reproduce_in_process(tmp_path, monkeypatch, measured, *flags, experimen
     (out / "runs" / "beauty-pop").mkdir(parents=True)
     (out / "runs" / "beauty-pop" / "reproduce.json").write_text(json.dumps({"speed": [fake_speed(999.0, 99.0)]}))
     monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: measured)
-    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
+    monkeypatch.setattr(script.scheduler, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
     code = script.main([experiment, "--datasets", "beauty", "--only", only, "--budget", "1m", "--out", str(out),
                         "--results_dir", str(results), "--no_figures", *flags])
     return code, out / "runs" / f"beauty-{only}"
@@ -328,7 +328,7 @@ def test_a_resumed_run_counts_the_time_it_trained_before(tmp_path, monkeypatch, 
     from bert4rec_tf.experiments import scheduler
 
     monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
-    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "print('trained')", "--"])
+    monkeypatch.setattr(script.scheduler, "TRAIN", [sys.executable, "-c", "print('trained')", "--"])
     out = tmp_path / "out"
     checkpoints = out / "runs" / "beauty-bpr-mf" / "checkpoints"
     checkpoints.mkdir(parents=True)
@@ -348,7 +348,7 @@ def test_a_failed_run_is_named_with_its_cause_and_no_other_run_starts(tmp_path, 
 
     monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
     failing = "import sys; print('training...'); print('error: /data/mine.csv, line 3: empty item id'); sys.exit(1)"
-    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", failing, "--"])
+    monkeypatch.setattr(script.scheduler, "TRAIN", [sys.executable, "-c", failing, "--"])
     out = tmp_path / "out"
     code = script.main(["table2", "--datasets", "beauty", "--only", "bpr-mf,pop", "--budget", "1m", "--out", str(out),
                         "--no_figures"])
@@ -365,7 +365,7 @@ def test_a_run_folder_in_use_is_not_started_and_its_holder_is_named(tmp_path, mo
     from bert4rec_tf.training.run_folder import RunFolder
 
     monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
-    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
+    monkeypatch.setattr(script.scheduler, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
     out = tmp_path / "out"
     folder = RunFolder(str(out / "runs" / "beauty-pop"))
     with folder.lock():
@@ -388,7 +388,7 @@ _SLEEPER = "[sys.executable, '-c', 'import os, time; print(os.getpid(), flush=Tr
     "time.sleep(120)\n",
     # a tuned run's study
     "import sys\n"
-    "from bert4rec_tf.experiments.reproduce import run_study\n"
+    "from bert4rec_tf.experiments.tuned import run_study\n"
     f"run_study({_SLEEPER})\n",
 ], ids=["train", "study"])
 def test_a_child_ends_when_the_reproduce_process_is_killed(tmp_path, parent):

@@ -10,7 +10,7 @@ import pytest
 
 from bert4rec_tf.experiments.plans import plan
 from bert4rec_tf.experiments.published import PUBLISHED
-from bert4rec_tf.experiments.report import _tuning_table
+from bert4rec_tf.experiments.report_tables import tuning_table
 from bert4rec_tf.experiments.verdicts import table2_orderings
 from tests.report.fake_records import fake_record
 
@@ -48,7 +48,7 @@ def _main(tmp_path, monkeypatch, *flags, only="sasrec-bce-tuned"):
     from bert4rec_tf.experiments import scheduler
 
     monkeypatch.setattr(scheduler, "machine_speed", lambda pin=None: None)
-    monkeypatch.setattr(script, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
+    monkeypatch.setattr(script.scheduler, "TRAIN", [sys.executable, "-c", "pass", "--"])  # a train command that does nothing
     return script.main(["table2_tuned", "--datasets", "beauty", "--only", only, "--recipe", "cpu-1h", "--budget", "1m",
                         "--out", str(tmp_path / "out"), "--no_figures", *flags])
 
@@ -61,7 +61,7 @@ def _write_study(folder, flags=CHOSEN):
 
 def _fake_study(tmp_path, monkeypatch) -> list:
     """The tuner replaced by one that writes CHOSEN as the study's result; the commands it was given."""
-    from bert4rec_tf.experiments import reproduce as script
+    from bert4rec_tf.experiments import tuned
 
     commands = []
 
@@ -70,7 +70,7 @@ def _fake_study(tmp_path, monkeypatch) -> list:
         _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce")
         return 0
 
-    monkeypatch.setattr(script, "run_study", tune)
+    monkeypatch.setattr(tuned, "run_study", tune)
     return commands
 
 
@@ -139,18 +139,18 @@ def test_the_tune_budget_runs_the_missing_study_first_with_the_runs_loss_and_ove
 
 
 def test_the_report_lists_each_studys_budget_trials_and_choice_and_orders_the_tuned_rows():
-    lines = _tuning_table([{"run": "beauty-sasrec-bce-tuned", "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}},
+    lines = tuning_table([{"run": "beauty-sasrec-bce-tuned", "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}},
                            {"run": "beauty-sasrec-bce"}])
     assert lines[-2] == ("| beauty-sasrec-bce-tuned | 60 min | 10 min | 10 min | 62 min | 65 min | 2 complete, "
                          "7 pruned | not recorded | spared | none | 0.2000 | hidden_size 32, learning_rate 0.002 |")
     assert len(lines) == 8  # the untuned run has no study; the study predates the schedule and the rungs' record
-    later = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "schedule_budget": 3600.0,
+    later = tuning_table([{"run": "r", "tuning": {**SUMMARY, "schedule_budget": 3600.0,
                                                    "start": {"number": 0, "state": "complete", "value": 0.18},
                                                    "at_rungs": {"judged": 14, "median": 3.0, "max": 11},
                                                    "stop_in_warmup": True}}])
     assert later[-2].startswith("| r | 60 min | 10 min | 60 min | 62 min | 65 min | 2 complete, 7 pruned | "
                                 "3 s median, 11 s at most | judged | 0.1800 (trial 0) | 0.2000 |")
-    pruned = _tuning_table([{"run": "r", "tuning": {**SUMMARY, "start": {"number": 0, "state": "pruned", "value": 0.1}}}])
+    pruned = tuning_table([{"run": "r", "tuning": {**SUMMARY, "start": {"number": 0, "state": "pruned", "value": 0.1}}}])
     assert "| 0.1000 (trial 0, pruned) |" in pruned[-2]
 
     def row(setting, hr):
@@ -180,7 +180,7 @@ def test_a_tuned_runs_record_is_reported_without_its_study(tmp_path, monkeypatch
     args = script.parse_args(["table2_tuned", "--datasets", "beauty", "--recipe", "cpu-1h", "--budget", "1m",
                               "--out", str(tmp_path / "out"), *flags])
     tuned = next(run for run in plan("table2_tuned", ["beauty"]) if run.setting == "sasrec-bce-tuned")
-    settings = script._settings(dataclasses.replace(tuned, flags=tuned.flags + ("--config", "hidden_size=32")), args, {})
+    settings = script.settings_of(dataclasses.replace(tuned, flags=tuned.flags + ("--config", "hidden_size=32")), args, {})
     record = {**fake_record("beauty", "sasrec-bce-tuned", {"pop": {"HR@10": 0.4, "NDCG@10": 0.3}}),
               "version": RECORD_VERSION, "experiment": "table2_tuned", "model": "sasrec", "settings": settings,
               "tuning": {"study": "beauty-sasrec-bce", **SUMMARY}, "commit": "abc1234", "date": "2026-12-04",
@@ -202,9 +202,9 @@ def test_a_tuned_runs_record_is_reported_without_its_study(tmp_path, monkeypatch
     # tuned run's settings hold it twice (on 2026-12-06 such a record was not recognised, and its row
     # would have been tuned again where the study's folder is not).
     twice = dataclasses.replace(tuned, flags=tuned.flags + ("--config", "code_network=true", "--config", "hidden_size=32"))
-    assert script._settings(twice, args, {}).count("code_network=true") == 2
+    assert script.settings_of(twice, args, {}).count("code_network=true") == 2
     (results / "table2_tuned" / "beauty-sasrec-bce-tuned.json").write_text(
-        json.dumps({**record, "settings": script._settings(twice, args, {})}), encoding="utf-8")
+        json.dumps({**record, "settings": script.settings_of(twice, args, {})}), encoding="utf-8")
     assert script.recorded_choice(tuned, args, {}) == ["--config", "code_network=true", "--config", "hidden_size=32"]
     # A record whose settings the run's flags and a choice cannot make is not taken for the run's.
     record["settings"] = settings + ["--eval_every", "7"]
@@ -226,11 +226,11 @@ def test_a_tuned_run_whose_study_chose_the_untuned_settings_is_that_record_with_
                               "--out", str(tmp_path / "out"), "--results_dir", str(results)])
     untuned, tuned = [run for run in plan("table2_tuned", ["beauty"]) if run.setting.startswith("sasrec-bce")]
     record = {**fake_record("beauty", "sasrec-bce", {"pop": {"HR@10": 0.4}}), "version": RECORD_VERSION,
-              "experiment": "table2", "model": "sasrec", "settings": script._settings(untuned, args, {})}
+              "experiment": "table2", "model": "sasrec", "settings": script.settings_of(untuned, args, {})}
     (results / "table2").mkdir(parents=True)
     (results / "table2" / "beauty-sasrec-bce.json").write_text(json.dumps(record), encoding="utf-8")
     chosen = dataclasses.replace(tuned, flags=tuned.flags + ("--config", "hidden_size=50"))  # the recipe's d
-    settings = {chosen.name: script._settings(chosen, args, {})}
+    settings = {chosen.name: script.settings_of(chosen, args, {})}
     # A later experiment's record of the same settings ("features" sorts before "table2") does not
     # take the place of the untuned row's (on 2026-12-06 SASRec (ce)'s tuned row was the features run's).
     (results / "features").mkdir()
