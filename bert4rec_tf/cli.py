@@ -211,8 +211,7 @@ def _same_value(text: str, value: object) -> bool:
 
 # The recipe of a training command that names none: with a GPU the paper's settings; without one,
 # a run that ends within about an hour on a 2-core machine, preparation, test and export included
-# (the budget counts training and validation only; Beauty's 30 minutes reach test pop-100 HR@10
-# 0.283, its hour 0.288: README, "Time-budget runs with the recipes").
+# (the budget counts training and validation only).
 GPU_DEFAULT_RECIPE = "paper"
 CPU_DEFAULT_RECIPE = "cpu-30m"
 

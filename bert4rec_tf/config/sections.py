@@ -172,8 +172,9 @@ class SlidingWindowData(WindowData):
     feature_items: bool = False
 
     def key_settings(self) -> dict[str, Any]:
-        # No feature file: the key of before there were features. A file's encoding counts in its
-        # identity (`bert4rec_tf.data.prepare.attribute_files`), as the data's in the source's.
+        # Without a feature file the key holds none of these fields, so the key of data prepared
+        # without attributes does not depend on them. A file's encoding counts in its identity
+        # (`bert4rec_tf.data.prepare.attribute_files`), as the data's in the source's.
         encodings = [f"{field}_encoding" for field in FEATURE_FIELDS]
         return {name: value for name, value in super().key_settings().items()
                 if name not in encodings and (name not in (*FEATURE_FIELDS, "feature_items") or value)}

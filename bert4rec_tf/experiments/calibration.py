@@ -27,8 +27,7 @@ import time
 TOLERANCE = 0.10
 # reproduce.py starts no run on cores at less than half the speed, on either figure, of the fastest
 # cores that trained a run of the same experiment (unless told to): such a run's budget is a fraction
-# of the others' compute (a machine whose stream rate measured far below the others' trained several
-# times slower a step), and its record would stand in for the run. Runs between
+# of the others' compute, and its record would stand in for the run. Runs between
 # this and TOLERANCE train and are flagged in the report; the margin is wide because a core measured
 # beside a neighbour's training reads lower than the same core measured alone.
 START_TOLERANCE = 0.5

@@ -162,6 +162,6 @@ class ItemEmbedding(keras.layers.Layer):
             positions_from_end=self.positions_from_end,
             scaled_no_norm=self.scaled_no_norm,
         )
-        if self.item_attributes:  # a layer without attributes has the config of before
+        if self.item_attributes:  # without attributes the config names none: saved models without them load as they are
             config.update(item_attributes=self.item_attributes, attributes_at_output=self.attributes_at_output)
         return config
