@@ -5,7 +5,8 @@ experiments."""
 from __future__ import annotations
 
 import codecs
-from typing import Sequence
+import copy
+from typing import Any, Mapping, Sequence
 
 from bert4rec_tf.config import ExperimentConfig, UnknownSetting
 from bert4rec_tf.tasks.registry import preset, preset_label, recipe_overrides, refuse_inactive_settings, validate
@@ -64,3 +65,23 @@ def experiment_config(dataset: str, overrides: Sequence[str], seed: int | None =
     refuse_inactive_settings(config, given, model)
     config.data.encoding = codecs.lookup(config.data.encoding).name
     return config
+
+
+def with_settings(config: ExperimentConfig, settings: Mapping[str, Any], model: str) -> ExperimentConfig:
+    """A copy of the resolved `config` of preset `model` with `settings` ({key: value}, typed: a tuning
+    trial's sampled settings) set over it, and checked as `experiment_config` checks its overrides.
+
+    Raises:
+        ValueError: as `experiment_config`, for a key the family does not have or a value it refuses.
+    """
+    chosen = copy.deepcopy(config)
+    given = {}
+    for key, value in settings.items():
+        try:
+            field = chosen.override(key, value)
+        except UnknownSetting:
+            raise UnknownSetting(chosen, key, preset_label(model, chosen.model.name)) from None
+        given[field] = f"{key}={value}"
+    validate(chosen)
+    refuse_inactive_settings(chosen, given, model)
+    return chosen

@@ -9,11 +9,11 @@ import socket
 from typing import Any
 
 from bert4rec_tf.constants import SELECTION_METRIC
-from bert4rec_tf.tasks.resolve import experiment_config
+from bert4rec_tf.tasks.resolve import with_settings
 from bert4rec_tf.tasks.space import suggest
 from bert4rec_tf.tuning.optuna_setup import load_optuna
 from bert4rec_tf.tuning.rungs import rung_seconds
-from bert4rec_tf.tuning.settings import StudySettings, base_overrides, searched, start_config
+from bert4rec_tf.tuning.settings import StudySettings, searched, start_config
 from bert4rec_tf.tuning.trials import original_number
 
 
@@ -39,16 +39,14 @@ def make_objective(study_dir: str, settings: StudySettings, data_dir: str | None
 
     before = start_config(settings, encoding)
     space = searched(settings, before)
-    fixed = base_overrides(settings)
 
     def objective(trial) -> float:
-        sampled = suggest(space, trial, before)
-        config = experiment_config(settings.dataset, fixed + [f"{key}={value}" for key, value in sampled.items()],
-                                       settings.seed, settings.model, settings.recipe, encoding)
+        sampled = {key: _plain(value) for key, value in suggest(space, trial, before).items()}
+        config = with_settings(before, sampled, settings.model)
         folder = trial_folder(study_dir, trial)
         trial.set_user_attr("folder", os.path.relpath(folder, study_dir))
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
-        trial.set_user_attr("settings", {key: _plain(value) for key, value in sampled.items()})
+        trial.set_user_attr("settings", sampled)
         # The seconds reported already, and the best of them (a retry inherits its dead original's
         # reports and the seconds it was judged at).
         frozen = _frozen(trial)
