@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from bert4rec_tf import cli
 from bert4rec_tf.config import ExperimentConfig
 from bert4rec_tf.files import read_json
-from bert4rec_tf.tasks.resolve import experiment_config
+from bert4rec_tf.tasks.resolve import config_from_file, experiment_config
 
 
 @dataclasses.dataclass
@@ -136,7 +136,7 @@ class Run:
 def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file: str | None = None,
           recipe: str | None = None, overrides: Mapping[str, Any] | Sequence[str] = (), seed: int | None = None,
           encoding: str | None = None, data_dir: str | None = None, eval_every: int = 1000,
-          patience: int | None = None, verbose: int = 1) -> Run:
+          patience: int | None = None, verbose: int = 1, config_file: str | None = None) -> Run:
     """Prepares the data if missing, trains, validates, tests once and exports, as `bert4rec-train`.
 
     Calling it again on the same `model_dir` resumes the run from its last checkpoint, with the
@@ -162,6 +162,9 @@ def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file:
         patience: stop after this many validations without improvement (default: never).
         verbose: 0 leaves out the recipe line and the training progress bars that 1 prints (validation
             results and warnings are printed either way).
+        config_file: a configuration to train as it is, `overrides`, `seed` and `encoding` over it: a
+            tuning study's `best_config.json` or a run's `config.json` (as `bert4rec-train
+            --config_file`); it names the model and the recipe, and `dataset` must be its own.
 
     Returns:
         The finished `Run`.
@@ -174,10 +177,17 @@ def train(dataset: str, model_dir: str, *, model: str = "bert4rec", source_file:
         overrides = [f"{key}={value}" for key, value in overrides.items()]
     elif isinstance(overrides, str):
         raise ValueError(f"overrides is a dict or a list of 'key=value' strings, got the string {overrides!r}")
-    reason = "given"
-    if recipe is None:
-        recipe, reason = cli.default_recipe(dataset, model, model_dir)
-    config = experiment_config(dataset, list(overrides), seed, model, recipe, encoding)
+    if config_file is not None:
+        model, config = config_from_file(config_file, list(overrides), seed, encoding)
+        if dataset != config.data.dataset or recipe not in (None, config.train.recipe):
+            raise ValueError(f"config_file {config_file} trains {config.data.dataset} with recipe "
+                             f"{config.train.recipe}: give dataset {config.data.dataset!r} and no other recipe")
+        reason = f"recorded in {config_file}"
+    else:
+        reason = "given"
+        if recipe is None:
+            recipe, reason = cli.default_recipe(dataset, model, model_dir)
+        config = experiment_config(dataset, list(overrides), seed, model, recipe, encoding)
     if verbose:
         print(cli.recipe_notice(config, model, reason), flush=True)
 

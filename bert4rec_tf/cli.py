@@ -23,7 +23,7 @@ from bert4rec_tf.data.registry import DATASETS
 from bert4rec_tf.files import read_json
 from bert4rec_tf.tasks import TASKS, preset, preset_names
 # The commands resolve their flags through the package's one resolver (`cli.experiment_config`).
-from bert4rec_tf.tasks.resolve import experiment_config  # noqa: F401
+from bert4rec_tf.tasks.resolve import config_from_file, experiment_config
 
 def define_common_flags(values: flags.FlagValues = flags.FLAGS) -> None:
     """The flags every absl command has: --debug and --verbose."""
@@ -36,8 +36,9 @@ def define_common_flags(values: flags.FlagValues = flags.FLAGS) -> None:
 define_common_flags()
 
 
-def define_data_flags(values: flags.FlagValues = flags.FLAGS) -> None:
-    """The flags every data-reading command shares: data set, cache, source file, seed, overrides."""
+def define_data_flags(values: flags.FlagValues = flags.FLAGS, require_dataset: bool = True) -> None:
+    """The flags every data-reading command shares: data set, cache, source file, seed, overrides
+    (`require_dataset` False: a command that can take the data set from elsewhere checks it itself)."""
     flags.DEFINE_string("dataset", None, f"Data set: {', '.join(DATASETS)}.", flag_values=values)
     flags.DEFINE_string("model", "bert4rec", f"Model preset: {', '.join(preset_names())}.", flag_values=values)
     flags.DEFINE_string("data_dir", None, "Cache root for downloads, the TFDS build and prepared data "
@@ -51,13 +52,20 @@ def define_data_flags(values: flags.FlagValues = flags.FLAGS) -> None:
                         "line and byte offset; they are never replaced.", flag_values=values)
     flags.DEFINE_multi_string("config", [], "Override a preset field, e.g. --config dupe_factor=5 "
                               "--config model.num_layers=3.", flag_values=values)
-    flags.mark_flag_as_required("dataset", flag_values=values)
+    if require_dataset:
+        flags.mark_flag_as_required("dataset", flag_values=values)
 
 
 def define_train_flags(values: flags.FlagValues = flags.FLAGS) -> None:
     """The flags of `bert4rec-train`: the data flags, then the run's folder, length, overrides and
-    strategy."""
-    define_data_flags(values)
+    strategy; `--dataset` or `--config_file`."""
+    define_data_flags(values, require_dataset=False)
+    flags.DEFINE_string("config_file", None, "A configuration to train as it is: a tuning study's best_config.json, "
+                        "or a run's config.json. It names the data set, the model and the recipe (--dataset, --model "
+                        "and --recipe, if given, must be its own); the other flags override it.", flag_values=values)
+    flags.register_multi_flags_validator(
+        ["dataset", "config_file"], lambda given: bool(given["dataset"] or given["config_file"]),
+        message="--dataset is required (or --config_file, a configuration that names it)", flag_values=values)
     flags.DEFINE_string("model_dir", None, "The run's folder (default: runs/<dataset>, or runs/<dataset>-<model> "
                         "for another --model).", flag_values=values)
     flags.DEFINE_integer("train_steps", None, "Override train.train_steps.", flag_values=values)
@@ -155,6 +163,36 @@ def argument_parser(doc: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--helpfull", action="help", help=argparse.SUPPRESS)
     return parser
+
+
+def train_experiment(values: flags.FlagValues) -> tuple[ExperimentConfig, str, str, str]:
+    """The configuration of a `bert4rec-train` command (`values`: its parsed flags), its model preset,
+    why its recipe was chosen, and its run folder: resolved from `--dataset`, `--model` and `--recipe`
+    (`experiment_config`), or read from `--config_file` (`tasks.resolve.read_config_file`), with the
+    flags that set configuration fields, the seed and the encoding over it.
+
+    Raises:
+        ValueError: as `experiment_config`, or for a `--dataset`, `--model` or `--recipe` that is not the
+            configuration file's own.
+    """
+    overrides = flag_overrides(values.config, {name: getattr(values, name)
+                                               for name in (*OVERRIDE_FLAGS, "time_budget")})
+    if values.config_file:
+        model, config = config_from_file(values.config_file, overrides, values.seed, values.encoding)
+        recorded = {"--dataset": config.data.dataset, "--model": model, "--recipe": config.train.recipe}
+        for flag, given in (("--dataset", values.dataset), ("--model", values["model"].present and values.model),
+                            ("--recipe", values.recipe)):
+            if given and given != recorded[flag]:
+                raise ValueError(f"{flag} {given} is not the one of --config_file {values.config_file} "
+                                 f"({recorded[flag]}): leave {flag} out")
+        dataset, reason = config.data.dataset, f"recorded in {values.config_file}"
+    else:
+        dataset, model = values.dataset, values.model
+    model_dir = values.model_dir or os.path.join("runs", dataset if model == "bert4rec" else f"{dataset}-{model}")
+    if not values.config_file:
+        recipe, reason = (values.recipe, "given") if values.recipe else default_recipe(dataset, model, model_dir)
+        config = experiment_config(dataset, overrides, values.seed, model, recipe, values.encoding)
+    return config, model, reason, model_dir
 
 
 # train.py flags that set a configuration field: each given one becomes the override `name=value`.

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from bert4rec_tf import constants
 
 # Fields with a flag of their own in bert4rec-train; the others are set with --config.
-FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget",
+FLAG_FIELDS = ("max_len", "hidden_size", "batch_size", "learning_rate", "train_steps", "loss", "time_budget", "seed",
                "recipe", "encoding")
 
 # The data settings that name feature files (`SlidingWindowData`).
@@ -108,6 +108,7 @@ class DataConfig(Section):
         super().check()
         require(self.split in ("valid", "original"), "split", self.split, "'valid' or 'original'")
         require(self.num_negatives >= 1, "num_negatives", self.num_negatives, "at least 1")
+        require(0 <= self.seed < 2**32, "seed", self.seed, f"a whole number from 0 to {2**32 - 1}")
         require(_is_encoding(self.encoding), "encoding", self.encoding, ENCODING_EXPECTED)
 
     def history_length(self) -> int:

@@ -6,6 +6,7 @@
     bert4rec-train --dataset ml-1m --source_file ml-1m.txt.gz --model_dir runs/ml1m \\
         --train_steps 20000 --batch_size 128 --learning_rate 1e-3
     bert4rec-train --dataset custom --source_file mine.csv --encoding latin-1
+    bert4rec-train --config_file studies/ml-1m-bpr_mf-default/best_config.json --model_dir runs/tuned
 Without --recipe a run trains with the cpu-30m recipe (30 minutes) when TensorFlow sees no GPU, and
 with the paper's settings (--recipe paper) when it sees one; the first line printed says which.
 Re-running the same command continues from the last checkpoint, with the recipe the run started with.
@@ -13,7 +14,6 @@ Re-running the same command continues from the last checkpoint, with the recipe 
 
 from __future__ import annotations
 
-import os
 
 from absl import flags
 
@@ -24,14 +24,8 @@ FLAGS = flags.FLAGS
 
 
 def _run() -> None:
-    overrides = cli.flag_overrides(FLAGS.config, {name: getattr(FLAGS, name)
-                                                  for name in (*cli.OVERRIDE_FLAGS, "time_budget")})
-    model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.dataset if FLAGS.model == "bert4rec"
-                                                else f"{FLAGS.dataset}-{FLAGS.model}")
-    recipe, reason = (FLAGS.recipe, "given") if FLAGS.recipe else cli.default_recipe(FLAGS.dataset, FLAGS.model,
-                                                                                          model_dir)
-    config = cli.experiment_config(FLAGS.dataset, overrides, FLAGS.seed, FLAGS.model, recipe, FLAGS.encoding)
-    print(cli.recipe_notice(config, FLAGS.model, reason), flush=True)
+    config, model, reason, model_dir = cli.train_experiment(FLAGS)
+    print(cli.recipe_notice(config, model, reason), flush=True)
 
     from bert4rec_tf.evaluation.evaluator import format_table
     from bert4rec_tf.training.distribution import split_cpu

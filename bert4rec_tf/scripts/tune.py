@@ -1,7 +1,7 @@
 """Tunes a model on validation: a study of time-budgeted trials, stopped early on their curves.
 
     bert4rec-tune --dataset ml-1m --model bpr_mf --budget 1h --trial_budget 10m --jobs 2
-    bert4rec-train --flagfile studies/ml-1m-bpr_mf-default/best.flags
+    bert4rec-train --config_file studies/ml-1m-bpr_mf-default/best_config.json
 
 Each trial trains the recipe (--recipe, default cpu-30m) with the settings the sampler draws from
 the model's search space (docs/tuning.md lists them) for --trial_budget: the first minutes of a run
@@ -10,8 +10,8 @@ follows the test run's schedule; the pruner stops the trials whose validation fa
 --budget is the trials' time in total (one core each), so --jobs 2 spends it in half the wall time.
 The study lives in --study_dir (its trials in study.db, SQLite, or a database given by --storage,
 which several machines can share). Killing the command and running it again continues the study; a
-larger --budget tunes on. At the end best.flags holds the chosen configuration, which
-`bert4rec-train --flagfile` trains and tests.
+larger --budget tunes on. At the end best_config.json holds the chosen configuration, which
+`bert4rec-train --config_file` trains and tests (best.flags: the same as flags, for people).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def _settings():
 
 
 def _run() -> None:
+    from bert4rec_tf.tuning.results import BEST_CONFIG
     from bert4rec_tf.tuning.study import tune
     from bert4rec_tf.tuning.workers import run_worker
 
@@ -92,7 +93,8 @@ def _run() -> None:
     if start and start.get("value") is not None:
         print(f"the recipe's settings: trial {start['number']} ({start['state']}), validation {start['value']:.4f}")
     print(f"figures: {', '.join(done['figures'])}")
-    print(f"train and test it: bert4rec-train --flagfile {done['best_flags']} --model_dir runs/{settings.name}-tuned")
+    config = os.path.join(study_dir, BEST_CONFIG)
+    print(f"train and test it: bert4rec-train --config_file {config} --model_dir runs/{settings.name}-tuned")
 
 
 def _pin(worker: int) -> None:

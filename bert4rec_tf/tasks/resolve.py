@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import codecs
 import copy
+import json
 from typing import Any, Mapping, Sequence
 
 from bert4rec_tf.config import ExperimentConfig, UnknownSetting
@@ -56,9 +57,6 @@ def experiment_config(dataset: str, overrides: Sequence[str], seed: int | None =
         given[field] = f"{key}={value.strip()}"
     if seed is not None:
         config.override("data.seed", seed)
-    if not 0 <= config.data.seed < 2**32:
-        raise ValueError(f"{'--seed' if seed is not None else '--config data.seed'} must be a whole number from 0 to "
-                         f"{2**32 - 1}, got {config.data.seed}")
     if encoding is not None:
         config.override("data.encoding", encoding)
     validate(config)
@@ -85,3 +83,48 @@ def with_settings(config: ExperimentConfig, settings: Mapping[str, Any], model: 
     validate(chosen)
     refuse_inactive_settings(chosen, given, model)
     return chosen
+
+
+def read_config_file(path: str) -> tuple[str, ExperimentConfig]:
+    """The model preset and the configuration a configuration file holds: a tuning study's choice
+    (`best_config.json`: {"preset", "config"}) or a run's `config.json` (its preset taken as its
+    family's name).
+
+    Raises:
+        ValueError: one line naming the file, when it is missing, not JSON, or not a configuration.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            found = json.load(handle)
+        values = found["config"] if "config" in found else found
+        config = ExperimentConfig.from_dict(values)
+        validate(config)
+    except FileNotFoundError:
+        raise ValueError(f"--config_file {path} does not exist") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"--config_file {path} is not a configuration (a study's best_config.json or a run's "
+                         f"config.json): {' '.join(str(error).split())}") from None
+    return found.get("preset") or config.model.name, config
+
+
+def config_from_file(path: str, overrides: Sequence[str] = (), seed: int | None = None,
+                     encoding: str | None = None) -> tuple[str, ExperimentConfig]:
+    """The model preset and configuration of a configuration file (`read_config_file`) with the
+    `key=value` `overrides`, the seed and the encoding over it, checked as `experiment_config` checks.
+
+    Raises:
+        ValueError: for a file that is not a configuration, or an override `experiment_config` refuses.
+    """
+    model, config = read_config_file(path)
+    settings: dict[str, Any] = {}
+    for override in overrides:
+        if "=" not in override:
+            raise ValueError(f"override {override!r} is not key=value")
+        key, value = override.split("=", 1)
+        settings[key.strip()] = value
+    for key, value in (("data.seed", seed), ("data.encoding", encoding)):
+        if value is not None:
+            settings[key] = value
+    config = with_settings(config, settings, model)
+    config.data.encoding = codecs.lookup(config.data.encoding).name
+    return model, config

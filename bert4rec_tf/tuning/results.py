@@ -11,10 +11,13 @@ from bert4rec_tf.constants import SELECTION_METRIC
 from bert4rec_tf.files import write_json_atomic
 from bert4rec_tf.tuning.optuna_setup import load_optuna
 from bert4rec_tf.tuning.rungs import rung_seconds
-from bert4rec_tf.tuning.settings import StudySettings
+from bert4rec_tf.tasks.resolve import with_settings
+from bert4rec_tf.tuning.settings import StudySettings, start_config
 from bert4rec_tf.tuning.trials import counted, spent_seconds
 
 BEST_FLAGS = "best.flags"
+# The chosen configuration as a configuration file (`tasks.resolve.read_config_file`).
+BEST_CONFIG = "best_config.json"
 
 
 def best_trial(study):
@@ -85,13 +88,27 @@ def summary(study, settings: StudySettings | None = None) -> dict:
                                                  "settings": best.user_attrs.get("settings", {})}})}
 
 
-def write_best(study_dir: str, settings: StudySettings, study) -> str | None:
-    """Writes best.flags (complete or absent) for the best completed trial; returns its path, or None."""
+def chosen_config(settings: StudySettings, trial, encoding: str | None = None):
+    """The configuration of the test run of `trial`'s settings: the trials' own (the recipe, the
+    study's overrides, the schedule's time budget, the sampled settings), trained to its end (no
+    `stop_after`)."""
+    config = with_settings(start_config(settings, encoding), trial.user_attrs["settings"], settings.model)
+    config.override("train.stop_after", 0.0)
+    return config
+
+
+def write_best(study_dir: str, settings: StudySettings, study, encoding: str | None = None) -> str | None:
+    """Writes, for the best completed trial, its configuration (`BEST_CONFIG`: `chosen_config` and its
+    preset, which `bert4rec-train --config_file`, `api.train(config_file=...)` and
+    `bert4rec-reproduce table2_tuned` read) and `BEST_FLAGS`, the same as a flag file for people,
+    each complete or absent; returns the flag file's path, or None when no trial completed."""
     from bert4rec_tf.files import atomic_path
 
     trial = best_trial(study)
     if trial is None:
         return None
+    write_json_atomic(os.path.join(study_dir, BEST_CONFIG),
+                      {"preset": settings.model, "config": chosen_config(settings, trial, encoding).to_dict()})
     path = os.path.join(study_dir, BEST_FLAGS)
     with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
         handle.write(best_flags(settings, trial, counted(study.get_trials(deepcopy=False))))

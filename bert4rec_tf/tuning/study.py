@@ -74,7 +74,7 @@ def tune(study_dir: str, settings: StudySettings, storage: str | None = None, da
         work(study_dir, settings, study, data_dir, source_file, encoding)
     else:
         workers()
-    path = write_best(study_dir, settings, study)
+    path = write_best(study_dir, settings, study, encoding)
     if path is None:
         raise ValueError(f"no trial of {study_dir} completed; see its trials/ folders")
     figures = write_report(study_dir, study, rung_seconds(settings, within_trial=False))
