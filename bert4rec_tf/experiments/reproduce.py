@@ -54,7 +54,7 @@ from bert4rec_tf.experiments.tuned import (keep_study, recorded_choice, study_di
                                            tune_studies, tuned_plan)
 from bert4rec_tf.files import read_json
 from bert4rec_tf.tasks import recipe_overrides
-from bert4rec_tf.tuning.results import BEST_FLAGS
+from bert4rec_tf.tuning.results import SUMMARY
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         recorded = functools.partial(recorded_choice, args=args, sources=sources)
         runs, untuned = tuned_plan(runs, args, recorded)
         if untuned and not args.tune_budget and not args.dry_run:
-            raise ValueError(f"run {untuned[0].name}: its study {study_dir(untuned[0], args)} has no {BEST_FLAGS}: "
+            raise ValueError(f"run {untuned[0].name}: its study {study_dir(untuned[0], args)} has chosen nothing yet: "
                              "give --tune_budget (e.g. 1h) to tune it first, or --studies with the folder of its study")
         for run in untuned:
             tune_command(run, args, sources)  # a run bert4rec-tune cannot take fails here
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     def report() -> None:
         write_reports(args, reported, reported_settings, command,
                       lambda run: study_summary(run, args) if run.tuned and os.path.isfile(
-                          os.path.join(study_dir(run, args), "summary.json")) else None,
+                          os.path.join(study_dir(run, args), SUMMARY)) else None,
                       awaiting_study=[run.name for run in awaiting])
 
     def trained(run) -> float:

@@ -14,7 +14,7 @@ import sys
 
 from bert4rec_tf.experiments.commands import settings_of
 from bert4rec_tf.files import copy_file_atomic, read_json
-from bert4rec_tf.tuning.results import BEST_FLAGS
+from bert4rec_tf.tuning.results import BEST_CONFIG, BEST_FLAGS, SUMMARY
 
 
 def study_dir(run, args: argparse.Namespace) -> str:
@@ -23,8 +23,9 @@ def study_dir(run, args: argparse.Namespace) -> str:
 
 
 # What a study's folder holds of its result that --results_dir keeps beside the records: the chosen
-# settings and the summary, so that the tuned run trains the same choice on a machine without the study.
-KEPT_STUDY_FILES = (BEST_FLAGS, "summary.json")
+# configuration, its flags and the summary, so that the tuned run trains the same choice on a machine
+# without the study.
+KEPT_STUDY_FILES = (BEST_CONFIG, BEST_FLAGS, SUMMARY)
 
 
 def kept_study_dir(run, args: argparse.Namespace) -> str | None:
@@ -39,7 +40,7 @@ def chosen_dir(run, args: argparse.Namespace) -> str:
     """The study folder whose result the tuned `run` trains: its study's own once it has chosen, else
     the copy kept in --results_dir when there is one (the study ran on another machine)."""
     own, kept = study_dir(run, args), kept_study_dir(run, args)
-    if os.path.isfile(os.path.join(own, BEST_FLAGS)) or not kept or not os.path.isfile(os.path.join(kept, BEST_FLAGS)):
+    if os.path.isfile(os.path.join(own, SUMMARY)) or not kept or not os.path.isfile(os.path.join(kept, SUMMARY)):
         return own
     return kept
 
@@ -55,36 +56,36 @@ def keep_study(run, args: argparse.Namespace) -> None:
         copy_file_atomic(os.path.join(own, name), os.path.join(kept, name))
 
 
-# The lines of best.flags that must agree with the tuned run's own (flag name -> the Run's field).
-_STUDY_FLAGS = {"--dataset": "dataset", "--model": "model"}
-
-
 def chosen_flags(run, args: argparse.Namespace) -> list[str] | None:
-    """The --config flags of the settings the study of the tuned `run` chose (its best.flags), or None
-    when it has none yet.
+    """The --config flags of the settings the study of the tuned `run` chose, from its summary.json's
+    "choice" (`tuning.results.choice_record`): the study's fixed overrides, then the chosen settings,
+    in their order; None when the study has chosen nothing yet.
 
     Raises:
-        ValueError: when the study tuned another data set, model, recipe or loss than the run trains.
+        ValueError: when the study tuned another data set, model, recipe, seed or loss than the run
+            trains, or tuned on another source file (`_check_study_data`), or its summary.json is of an
+            older version, without "choice".
     """
-    path = os.path.join(chosen_dir(run, args), BEST_FLAGS)
-    if not os.path.isfile(path):
+    folder = chosen_dir(run, args)
+    path = os.path.join(folder, SUMMARY)
+    found = read_json(path, "study summary") if os.path.isfile(path) else {}
+    if "best" not in found:
         return None
-    with open(path, encoding="utf-8") as handle:
-        lines = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
-    given = dict(line.split("=", 1) for line in lines if not line.startswith("--config="))
+    choice = found.get("choice")
+    if choice is None:
+        raise ValueError(f"run {run.name}: the summary.json of its study {folder} was written by an older version (it "
+                         "holds no \"choice\"): run the study's bert4rec-tune command again, which rewrites it "
+                         "(--dry_run prints the command), or give --studies with another folder")
     pairs = dict(zip(run.flags[0::2], run.flags[1::2]))
-    wanted = {**{flag: getattr(run, field) for flag, field in _STUDY_FLAGS.items()}, "--recipe": args.recipe,
-              "--seed": str(args.seed), "--loss": pairs.get("--loss")}
-    for flag, value in wanted.items():
-        if given.get(flag) != value:
-            raise ValueError(f"run {run.name}: its study {path} was made with {flag} {given.get(flag)}, the run "
+    wanted = {"dataset": run.dataset, "model": run.model, "recipe": args.recipe, "seed": args.seed,
+              "loss": pairs.get("--loss")}
+    for key, value in wanted.items():
+        if choice.get(key) != value:
+            raise ValueError(f"run {run.name}: its study {folder} was made with --{key} {choice.get(key)}, the run "
                              f"trains {value}: give another --studies or tune it again")
-    _check_study_data(run, args, os.path.dirname(path))
-    flags = []
-    for line in lines:
-        if line.startswith("--config="):
-            flags += ["--config", line[len("--config="):]]
-    return flags
+    _check_study_data(run, args, folder)
+    overrides = [*choice["overrides"], *(f"{key}={value}" for key, value in choice["settings"])]
+    return [flag for override in overrides for flag in ("--config", override)]
 
 
 def _check_study_data(run, args: argparse.Namespace, folder: str) -> None:
@@ -97,7 +98,7 @@ def _check_study_data(run, args: argparse.Namespace, folder: str) -> None:
     """
     from bert4rec_tf.data.prepare import source_identity
 
-    path = os.path.join(folder, "summary.json")
+    path = os.path.join(folder, SUMMARY)
     studied = (read_json(path, "study summary").get("data") or {}).get("source") if os.path.isfile(path) else None
     if studied is None or run.dataset not in [name.strip() for name in args.datasets.split(",")]:
         return
@@ -153,7 +154,7 @@ def recorded_choice(run, args: argparse.Namespace, sources: dict[str, str]) -> l
 def study_summary(run, args: argparse.Namespace) -> dict:
     """What the study of the tuned `run` spent and chose (its summary.json), with its folder's name."""
     folder = chosen_dir(run, args)
-    path = os.path.join(folder, "summary.json")
+    path = os.path.join(folder, SUMMARY)
     found = read_json(path, "study summary") if os.path.isfile(path) else {}
     return {"study": os.path.basename(folder), **found}
 

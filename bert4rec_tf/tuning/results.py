@@ -18,6 +18,7 @@ from bert4rec_tf.tuning.trials import counted, spent_seconds
 BEST_FLAGS = "best.flags"
 # The chosen configuration as a configuration file (`tasks.resolve.read_config_file`).
 BEST_CONFIG = "best_config.json"
+SUMMARY = "summary.json"
 
 
 def best_trial(study):
@@ -45,11 +46,22 @@ def best_flags(settings: StudySettings, trial, trials: Sequence) -> str:
     return "\n".join(lines) + "\n"
 
 
+def choice_record(settings: StudySettings, best) -> dict:
+    """What a tuned run trains of the study (summary.json's "choice", read by
+    `bert4rec_tf.experiments.tuned`): what the study tuned (data set, model preset, loss, recipe, seed,
+    its fixed overrides) and the best trial's settings as (key, value) pairs in the order the trial set
+    them."""
+    return {"dataset": settings.dataset, "model": settings.model, "loss": settings.loss, "recipe": settings.recipe,
+            "seed": settings.seed, "overrides": list(settings.overrides),
+            "settings": [] if best is None else [[key, value] for key, value in best.user_attrs["settings"].items()]}
+
+
 def summary(study, settings: StudySettings | None = None) -> dict:
     """Counts of the study's trials by state (`counted`), the trials' seconds (`spent_seconds`) and the wall time
     from the first trial's start to the last one's end, the budgets of `settings`, how the recipe's
     trial ended ("start": its number, state and value), the best trial's number, value and
-    settings, whether a trial could be stopped in its warm-up ("stop_in_warmup"), the data it tuned on
+    settings, what a tuned run trains of it ("choice", `choice_record`), whether a trial could be
+    stopped in its warm-up ("stop_in_warmup"), the data it tuned on
     ("data": the source's identity and the prepared data's key, `data_record`), and how many
     seconds past its rung each judgement of a trial was ("at_rungs": their
     count, median and maximum; trials of older code, which did not validate at the rungs and could
@@ -62,7 +74,8 @@ def summary(study, settings: StudySettings | None = None) -> dict:
     ends = [trial.datetime_complete for trial in trials if trial.datetime_complete]
     wall = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
     best = best_trial(study)
-    budgets = {} if settings is None else {"budget": settings.budget, "trial_budget": settings.trial_budget,
+    budgets = {} if settings is None else {"choice": choice_record(settings, best),
+                                           "budget": settings.budget, "trial_budget": settings.trial_budget,
                                            "schedule_budget": settings.schedule,
                                            "stop_in_warmup": settings.stop_in_warmup,
                                            "data": {key: settings.data[key] for key in ("source", "data_key")
@@ -112,5 +125,5 @@ def write_best(study_dir: str, settings: StudySettings, study, encoding: str | N
     path = os.path.join(study_dir, BEST_FLAGS)
     with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
         handle.write(best_flags(settings, trial, counted(study.get_trials(deepcopy=False))))
-    write_json_atomic(os.path.join(study_dir, "summary.json"), summary(study, settings))
+    write_json_atomic(os.path.join(study_dir, SUMMARY), summary(study, settings))
     return path

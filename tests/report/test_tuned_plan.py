@@ -24,9 +24,11 @@ CHOSEN = """# bert4rec-tune beauty-sasrec-bce: trial 3 of 9, best validation pop
 --config=learning_rate=0.002
 --seed=12345
 """
+CHOICE = {"dataset": "beauty", "model": "sasrec", "loss": "bce", "recipe": "cpu-1h", "seed": 12345,
+          "overrides": ["code_network=true"], "settings": [["hidden_size", 32], ["learning_rate", 0.002]]}
 SUMMARY = {"best": {"number": 3, "value": 0.2, "settings": {"hidden_size": 32, "learning_rate": 0.002}},
            "budget": 3600.0, "trial_budget": 600.0, "spent_seconds": 3700.0, "wall_seconds": 3900.0,
-           "trials": {"complete": 2, "pruned": 7}}
+           "trials": {"complete": 2, "pruned": 7}, "choice": CHOICE}
 
 
 def test_every_trained_row_of_table2_is_beside_its_tuned_row_with_the_same_flags_and_published_number():
@@ -53,10 +55,12 @@ def _main(tmp_path, monkeypatch, *flags, only="sasrec-bce-tuned"):
                         "--out", str(tmp_path / "out"), "--no_figures", *flags])
 
 
-def _write_study(folder, flags=CHOSEN):
+def _write_study(folder, summary=SUMMARY):
+    """A study's result as bert4rec-tune writes it (the flag file for people, the summary the tuned run reads)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "best.flags").write_text(flags, encoding="utf-8")
-    (folder / "summary.json").write_text(json.dumps(SUMMARY), encoding="utf-8")
+    (folder / "best.flags").write_text(CHOSEN, encoding="utf-8")
+    (folder / "best_config.json").write_text(json.dumps({"preset": "sasrec", "config": {}}), encoding="utf-8")
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
 
 
 def _fake_study(tmp_path, monkeypatch) -> list:
@@ -78,7 +82,7 @@ def test_a_tuned_run_trains_its_studys_choice_and_without_a_study_is_a_one_line_
     assert _main(tmp_path, monkeypatch) == 1
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and error.startswith(
-        f"error: run beauty-sasrec-bce-tuned: its study {tmp_path}/out/studies/beauty-sasrec-bce has no best.flags: "
+        f"error: run beauty-sasrec-bce-tuned: its study {tmp_path}/out/studies/beauty-sasrec-bce has chosen nothing yet: "
         "give --tune_budget")
     assert not (tmp_path / "out" / "runs").exists()
 
@@ -93,13 +97,20 @@ def test_a_tuned_run_trains_its_studys_choice_and_without_a_study_is_a_one_line_
     assert "--config" in provenance["settings"] and "hidden_size=32" in provenance["settings"]
 
 
-@pytest.mark.parametrize("line, wrong", [("--model=sasrec", "--model=bert4rec"), ("--recipe=cpu-1h", "--recipe=cpu-30m"),
-                                         ("--loss=bce", "--loss=ce"), ("--seed=12345", "--seed=1")])
-def test_a_study_of_other_settings_than_the_run_is_refused(tmp_path, monkeypatch, capsys, line, wrong):
-    _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce", CHOSEN.replace(line, wrong))
+@pytest.mark.parametrize("key, wrong", [("model", "bert4rec"), ("recipe", "cpu-30m"), ("loss", "ce"), ("seed", 1)])
+def test_a_study_of_other_settings_than_the_run_is_refused(tmp_path, monkeypatch, capsys, key, wrong):
+    _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce", summary={**SUMMARY, "choice": {**CHOICE, key: wrong}})
     assert _main(tmp_path, monkeypatch) == 1
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "its study" in error and f"was made with {line.split('=')[0]} " in error
+    assert error.count("\n") == 1 and "its study" in error and f"was made with --{key} {wrong}, " in error
+
+
+def test_a_study_summary_of_an_older_version_is_one_line(tmp_path, monkeypatch, capsys):
+    _write_study(tmp_path / "out" / "studies" / "beauty-sasrec-bce",
+                 summary={key: value for key, value in SUMMARY.items() if key != "choice"})
+    assert _main(tmp_path, monkeypatch, "--dry_run") == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "was written by an older version" in error and "bert4rec-tune" in error
 
 
 def test_a_study_of_another_source_file_is_refused(tmp_path, monkeypatch, capsys):
@@ -308,16 +319,15 @@ def test_the_report_counts_and_names_the_tuned_runs_whose_study_has_chosen_nothi
 
 
 def test_a_studys_choice_is_kept_beside_the_records_and_trained_where_the_study_is_not(tmp_path, monkeypatch, capsys):
-    """With --results_dir a study's best.flags and summary.json are copied to
+    """With --results_dir a study's result (best_config.json, best.flags, summary.json) is copied to
     <results_dir>/table2_tuned/studies/<dataset>-<setting>: on a machine without the study's folder the
-    tuned run trains that choice and nothing is tuned again (on 2026-12-07 a new machine had lost the
-    studies of the session before)."""
+    tuned run trains that choice and nothing is tuned again."""
     results = tmp_path / "results"
     commands = _fake_study(tmp_path, monkeypatch)
     flags = ("--results_dir", str(results), "--tune_budget", "1h")
     assert _main(tmp_path, monkeypatch, *flags) == 0 and len(commands) == 1
     kept = results / "table2_tuned" / "studies" / "beauty-sasrec-bce"
-    assert (kept / "best.flags").read_text(encoding="utf-8") == CHOSEN
+    assert (kept / "best.flags").read_text(encoding="utf-8") == CHOSEN and (kept / "best_config.json").is_file()
     assert json.loads((kept / "summary.json").read_text(encoding="utf-8")) == SUMMARY
 
     elsewhere = tmp_path / "elsewhere"  # another --out: no study folder, no run folder
@@ -326,7 +336,8 @@ def test_a_studys_choice_is_kept_beside_the_records_and_trained_where_the_study_
     assert provenance["tuning"] == {"study": "beauty-sasrec-bce", **SUMMARY}
     assert "hidden_size=32" in provenance["settings"]
     # A study of its own, once it has chosen, comes first.
-    _write_study(elsewhere / "out" / "studies" / "beauty-sasrec-bce", CHOSEN.replace("hidden_size=32", "hidden_size=64"))
+    other = {**CHOICE, "settings": [["hidden_size", 64], ["learning_rate", 0.002]]}
+    _write_study(elsewhere / "out" / "studies" / "beauty-sasrec-bce", {**SUMMARY, "choice": other})
     capsys.readouterr()
     assert _main(elsewhere, monkeypatch, *flags, "--dry_run") == 0
     line = [line for line in capsys.readouterr().out.splitlines() if "beauty-sasrec-bce-tuned" in line][0]
