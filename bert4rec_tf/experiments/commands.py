@@ -11,6 +11,17 @@ from bert4rec_tf.experiments.plans import ATTRIBUTES_TOKEN, derived_flags, run_s
 from bert4rec_tf.tasks import preset
 
 
+def source_files(args: argparse.Namespace) -> dict[str, str]:
+    """The local source file of each data set, from `--source_file DATASET=PATH` (repeatable).
+
+    Raises:
+        ValueError: for an item that is not DATASET=PATH.
+    """
+    if any("=" not in item for item in args.source_file):
+        raise ValueError("--source_file takes DATASET=PATH")
+    return dict(item.split("=", 1) for item in args.source_file)
+
+
 def attributes_folder(args: argparse.Namespace) -> str:
     """Where the runs' attribute files are (`--attributes`, default `<out>/attributes`)."""
     return args.attributes or os.path.join(args.out, "attributes")

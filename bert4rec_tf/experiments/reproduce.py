@@ -48,7 +48,8 @@ from bert4rec_tf.experiments.plans import EXPERIMENTS, RENAMED, plan, resolved_s
 from bert4rec_tf.experiments.records import own_record, read_record, run_status, settings_changes, stale_fields
 from bert4rec_tf.experiments.results import (compared_speeds, folder_changed, provenance_file, recorded_datasets,
                                              report_datasets, slower_cores, start_provenance, write_reports)
-from bert4rec_tf.experiments.commands import attributes_folder, missing_attributes, settings_of, train_command
+from bert4rec_tf.experiments.commands import (attributes_folder, missing_attributes, settings_of, source_files,
+                                              train_command)
 from bert4rec_tf.experiments.scheduler import core_groups, parse_deadline, run_jobs, trained_seconds
 from bert4rec_tf.experiments.tuned import (keep_study, recorded_choice, study_dir, study_summary, tune_command,
                                            tune_studies, tuned_plan)
@@ -120,9 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"--only: no run {', '.join(sorted(unknown))} in {args.experiment}; "
                                  f"its runs: {', '.join(dict.fromkeys(run.setting for run in runs))}")
             runs = [run for run in runs if run.setting in wanted]
-        if any("=" not in item for item in args.source_file):
-            raise ValueError("--source_file takes DATASET=PATH")
-        sources = dict(item.split("=", 1) for item in args.source_file)
+        sources = source_files(args)
         if args.budget:
             cli.parse_duration(args.budget, "--budget")
         if args.tune_budget:

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import sys
 
-from bert4rec_tf.experiments.commands import settings_of
+from bert4rec_tf.experiments.commands import settings_of, source_files
 from bert4rec_tf.files import copy_file_atomic, read_json
 from bert4rec_tf.tuning.results import BEST_CONFIG, BEST_FLAGS, SUMMARY
 
@@ -102,8 +102,7 @@ def _check_study_data(run, args: argparse.Namespace, folder: str) -> None:
     studied = (read_json(path, "study summary").get("data") or {}).get("source") if os.path.isfile(path) else None
     if studied is None or run.dataset not in [name.strip() for name in args.datasets.split(",")]:
         return
-    sources = dict(item.split("=", 1) for item in args.source_file)
-    ours = source_identity(sources.get(run.dataset))
+    ours = source_identity(source_files(args).get(run.dataset))
     if studied.split("-")[:2] != ours.split("-")[:2]:  # the same bytes, whatever encoding they were read in
         raise ValueError(f"run {run.name}: its study {folder} tuned on another source file ({studied}; this command's "
                          f"{run.dataset} data is {ours}): give the study of this data with --studies, or tune it "
