@@ -35,9 +35,12 @@ def open_study(study_dir: str, settings: StudySettings, storage: str | None, enc
     pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=first_rung(settings), reduction_factor=REDUCTION)
     # Every trial's settings are drawn by `draw_new` and queued: the study's own sampler never draws.
     sampler = optuna.samplers.TPESampler(seed=settings.seed, n_startup_trials=STARTUP_TRIALS, constant_liar=True)
-    study = optuna.create_study(study_name=settings.name, storage=study_storage(study_dir, storage, HEARTBEAT_SECONDS,
-                                                                                 GRACE_SECONDS),
-                                sampler=sampler, pruner=pruner, direction="maximize", load_if_exists=True)
+    # The database's tables and the study are created by one process of this machine at a time: two
+    # creating them at once collide ("table ... already exists").
+    with study_lock(study_dir):
+        study = optuna.create_study(study_name=settings.name, storage=study_storage(
+            study_dir, storage, HEARTBEAT_SECONDS, GRACE_SECONDS), sampler=sampler, pruner=pruner, direction="maximize",
+            load_if_exists=True)
     config = start_config(settings, encoding)
     space = searched(settings, config)
     return _taking_trials_in_turn(study, study_dir, lambda: draw_new(study, space, config, settings.seed))

@@ -16,6 +16,7 @@ import warnings
 
 import optuna
 import pytest
+import sqlalchemy
 
 from bert4rec_tf.tuning.binding import bind
 from bert4rec_tf.tuning.settings import new_settings, starting_point_of
@@ -110,6 +111,10 @@ _KILLING_WORKER = textwrap.dedent("""
 """)
 
 
+# `--jobs 2` needs two cores this process may use (`cli.check_jobs`).
+two_cores = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--jobs 2 needs two usable cores")
+
+
 def _trials(study_dir: str):
     return optuna.load_study(study_name="beauty-bpr_mf-default", storage=f"sqlite:///{study_dir}/study.db").get_trials()
 
@@ -144,8 +149,8 @@ def _wait_for_a_training_trial(study_dir: str, process: subprocess.Popen, timeou
                 if any(trial.state == optuna.trial.TrialState.RUNNING and trial.user_attrs.get("seconds", 0) > 0
                        for trial in _trials(study_dir)):
                     return
-            except (KeyError, optuna.exceptions.OptunaError):  # the study is not created yet
-                pass
+            except (KeyError, optuna.exceptions.OptunaError, sqlalchemy.exc.OperationalError):
+                pass  # the study's tables or the study itself are being created
         time.sleep(0.5)
     raise AssertionError("no trial started training")
 
@@ -204,6 +209,7 @@ def test_killed_studies_continue_without_losing_or_counting_a_trial_twice(plante
 
 
 @pytest.mark.slow
+@two_cores
 def test_two_processes_share_one_study(planted, tmp_path):
     source_file, data_dir = planted
     study_dir = str(tmp_path / "study")
@@ -235,6 +241,7 @@ def test_two_commands_on_one_study_draw_apart(planted, tmp_path):
 
 
 @pytest.mark.slow
+@two_cores
 def test_two_workers_killed_then_run_again_train_no_setting_twice(planted, tmp_path):
     """`--jobs 2` killed (SIGKILL, the command and its workers) mid-trial and run again: each dead trial is
     retried once, in its own folder, by one of the two workers, and no setting is drawn twice."""
