@@ -56,7 +56,12 @@ def draw_new(study, space: SearchSpace, config, seed: int | None) -> dict[str, A
     trials = study.get_trials(deepcopy=False)
     sampler = optuna.samplers.TPESampler(seed=draw_seed(seed, len(trials)), n_startup_trials=STARTUP_TRIALS,
                                          constant_liar=True)
-    mirror = optuna.create_study(direction="maximize", sampler=sampler)
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no line for the study made in memory to draw
+    try:
+        mirror = optuna.create_study(direction="maximize", sampler=sampler)
+    finally:
+        optuna.logging.set_verbosity(verbosity)
     mirror.add_trials([trial for trial in trials if trial.state != optuna.trial.TrialState.WAITING])
     tried = taken_settings(trials)
     for _ in range(MAX_DRAWS):

@@ -24,9 +24,12 @@ def load_optuna():
 
 class _OneLine(logging.Filter):
     """Keeps Optuna's log lines to their message: a failed trial's cause is one line (its error, also
-    in the trial's `error` attribute), not a traceback; `--debug` shows tracebacks."""
+    in the trial's `error` attribute), not a traceback, without the line of its value (None), and
+    a trial stopped by Ctrl-C is not reported (the command says it once); `--debug` shows all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not cli.debugging():
-            record.exc_info, record.exc_text = None, None
-        return True
+        if cli.debugging():
+            return True
+        interrupted = bool(record.exc_info) and isinstance(record.exc_info[1], KeyboardInterrupt)
+        record.exc_info, record.exc_text = None, None
+        return not interrupted and not record.getMessage().endswith("failed with value None.")
