@@ -223,22 +223,6 @@ def flag_overrides(config: list[str], values: dict[str, object]) -> list[str]:
     return overrides
 
 
-def check_jobs(jobs: int) -> None:
-    """Refuses `bert4rec-tune --jobs` below 1 or above the cores this process may use: each trial needs
-    one, or two trials on one core are each judged on half the compute their budget implies.
-
-    Raises:
-        ValueError: one line naming the flag, the value and the cores.
-    """
-    if jobs < 1:
-        raise ValueError(f"--jobs must be at least 1, got {jobs}")
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    if jobs > len(cores):
-        raise ValueError(f"--jobs {jobs} runs more trials at once than the {len(cores)} core(s) this process may use "
-                         f"({', '.join(map(str, cores))}): each trial needs a core of its own, or it trains on a "
-                         f"fraction of the compute its budget implies; give --jobs {len(cores)} or fewer")
-
-
 def _same_value(text: str, value: object) -> bool:
     """Whether a `--config` value `text` is the flag's `value` (numbers compared as numbers)."""
     try:

@@ -1,9 +1,7 @@
 """The command-line helpers' checks: a seed out of range named by its flag, a flag and a `--config`
-item that set one field to different values, `bert4rec-tune --jobs` beyond the usable cores."""
+item that set one field to different values."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -25,15 +23,3 @@ def test_a_flag_and_a_config_item_that_disagree_are_refused():
         cli.flag_overrides(["train.learning_rate=1e-3"], {"learning_rate": 0.002})
     assert cli.flag_overrides(["learning_rate=2e-3", "hidden_size=32"], {"learning_rate": 0.002}) == [
         "learning_rate=2e-3", "hidden_size=32", "learning_rate=0.002"]  # the same value twice is no conflict
-
-
-def test_more_jobs_than_usable_cores_is_refused(monkeypatch):
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {3})
-    cli.check_jobs(1)
-    with pytest.raises(ValueError) as refused:
-        cli.check_jobs(3)
-    assert str(refused.value) == ("--jobs 3 runs more trials at once than the 1 core(s) this process may use (3): each "
-                                  "trial needs a core of its own, or it trains on a fraction of the compute its budget "
-                                  "implies; give --jobs 1 or fewer")
-    with pytest.raises(ValueError, match="--jobs must be at least 1, got 0"):
-        cli.check_jobs(0)

@@ -62,9 +62,9 @@ def _settings():
 def _run() -> None:
     from bert4rec_tf.tuning.results import BEST_CONFIG
     from bert4rec_tf.tuning.study import tune
-    from bert4rec_tf.tuning.workers import run_worker
+    from bert4rec_tf.tuning.workers import check_jobs, run_worker
 
-    cli.check_jobs(FLAGS.jobs)
+    check_jobs(FLAGS.jobs)
     settings = _settings()
     study_dir = FLAGS.study_dir or os.path.join("studies", settings.name)
     if FLAGS.worker is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from bert4rec_tf import api
 from bert4rec_tf.tuning.settings import new_settings
-from bert4rec_tf.tuning.workers import start
+from bert4rec_tf.tuning.workers import check_jobs, start
 from tests.tasks.harness import planted_source
 
 FIXED = ["num_negatives=20", "valid_users=0", "warmup_steps=100"]
@@ -158,3 +158,15 @@ def test_budgets_may_be_durations():
     settings = new_settings("beauty", "bpr_mf", None, "cpu-30m", "1m", "10s", FIXED, eval_every=100,
                                    min_resource="2s")
     assert (settings.budget, settings.trial_budget, settings.min_resource) == (60.0, 10.0, 2.0)
+
+
+def test_more_jobs_than_usable_cores_is_refused(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {3})
+    check_jobs(1)
+    with pytest.raises(ValueError) as refused:
+        check_jobs(3)
+    assert str(refused.value) == ("--jobs 3 runs more trials at once than the 1 core(s) this process may use (3): each "
+                                  "trial needs a core of its own, or it trains on a fraction of the compute its budget "
+                                  "implies; give --jobs 1 or fewer")
+    with pytest.raises(ValueError, match="--jobs must be at least 1, got 0"):
+        check_jobs(0)
