@@ -17,6 +17,9 @@ from typing import Iterator
 
 DEFAULT_DATABASE = "study.db"
 LOCK_FILE = ".queue.lock"
+# The pip package of a database driver SQLAlchemy names by its module, where the two names differ.
+DRIVER_PACKAGES = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", "MySQLdb": "mysqlclient",
+                   "pymysql": "PyMySQL"}
 
 
 def storage_url(study_dir: str, storage: str | None) -> str:
@@ -83,8 +86,9 @@ def check_storage(study_dir: str, storage: str | None) -> None:
             pass
         engine.dispose()
     except ImportError as error:
-        raise ValueError(f"{flag}: its driver is not installed ({error}); install it with pip, e.g. "
-                         "psycopg2-binary for postgresql") from None
+        module = (error.name or str(error)).split(".")[0]
+        raise ValueError(f"{flag}: its driver, the Python module {module!r}, is not installed: install the package "
+                         f"that provides it with pip ({DRIVER_PACKAGES.get(module, module)})") from None
     except SQLAlchemyError as error:
         cause = " ".join(str(getattr(error, "orig", None) or error).split())[:300]
         raise ValueError(f"{flag}: the database cannot be reached ({cause})") from None

@@ -108,7 +108,8 @@ def test_a_storage_that_cannot_hold_the_study_is_refused_before_anything_is_writ
     message = str(refused.value)
     assert message.startswith(expected) and "\n" not in message
     if url.startswith("postgresql"):  # without its driver here, or with it and nothing listening on port 9
-        assert "its driver is not installed" in message or "the database cannot be reached" in message
+        assert ("its driver, the Python module 'psycopg', is not installed: install the package that provides it "
+                "with pip (psycopg[binary])" in message or "the database cannot be reached" in message)
     assert not study_dir.exists() and not (tmp_path / "data").exists()
 
 
