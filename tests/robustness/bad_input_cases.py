@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import glob
 import hashlib
 import json
@@ -707,9 +708,11 @@ def case_two_commands(tree, folder, name, item, expected):
                       f"traceback of {worse.traceback_lines} lines" + ("; first trials share settings" if shared else ""),
                       disk)
     if shared or duplicates:
-        return record(name, item, expected, [first, second], worse, "silent",
-                      ("both commands' first trials trained the same settings" if shared else "")
-                      + (f"; the same settings in run folders {duplicates}" if duplicates else ""), disk)
+        said = ["both commands' first trials trained the same settings" if shared else
+                "the first trials differ"]
+        if duplicates:
+            said.append(f"but the same settings trained in run folders {duplicates}")
+        return record(name, item, expected, [first, second], worse, "silent", "; ".join(said), disk)
     if worse.rc != 0:
         cls, reason = refusal(worse, ["--study_dir", study], expected_refusal=False)
         return record(name, item, expected, [first, second], worse, cls, reason, disk)
@@ -1017,9 +1020,11 @@ def _interrupted(tree: Tree, folder: str, name, item, expected, jobs: int):
     database = os.path.join(study, "study.db")
     during = wait_for(lambda: running_trial(database, min_number=0), started[0], timeout=240)
     offset = os.path.getsize(started[2])
+    signalled, signalled_wall = time.monotonic(), datetime.datetime.now()
     if during is not None:
         kill_group(started[0].pid, signal.SIGINT)
     result = tree.finish(f"Ctrl-C, jobs {jobs}", arguments, started, 120, time.monotonic())
+    to_exit = round(time.monotonic() - signalled, 1)
     result.seconds = round(time.monotonic() - began, 1)
     left = [pid for pid, _ in group_processes(started[0].pid)]
     if left:
@@ -1034,8 +1039,12 @@ def _interrupted(tree: Tree, folder: str, name, item, expected, jobs: int):
             states[trial.state.name] = states.get(trial.state.name, 0) + 1
         readable = True
     except Exception as error:  # noqa: BLE001
-        states, readable = {"error": f"{type(error).__name__}: {error}"[:200]}, False
-    disk = {"interrupted_during_trial": during, "stderr_lines_after_ctrl_c": len(lines_after),
+        states, readable, trials = {"error": f"{type(error).__name__}: {error}"[:200]}, False, []
+    # Trials that started more than a second after Ctrl-C: training the user asked to stop.
+    later = sorted(trial.number for trial in trials if trial.datetime_start
+                   and trial.datetime_start > signalled_wall + datetime.timedelta(seconds=1))
+    disk = {"interrupted_during_trial": during, "seconds_from_ctrl_c_to_exit": to_exit,
+            "trials_started_after_ctrl_c": later, "stderr_lines_after_ctrl_c": len(lines_after),
             "tracebacks_after_ctrl_c": tracebacks, "traceback_lines_after_ctrl_c": traceback_lines(after),
             "lines_after_ctrl_c": lines_after[:12], "trial_states": states, "processes_left": len(left)}
     if during is None:
@@ -1045,15 +1054,25 @@ def _interrupted(tree: Tree, folder: str, name, item, expected, jobs: int):
         return record(name, item, expected, [result], result, "lost", "the study cannot be read after Ctrl-C", disk)
     if result.timed_out:
         return record(name, item, expected, [result], result, "hang", "no end within 120 s of Ctrl-C", disk)
+    went_on = (f"; {len(later)} trial(s) started after Ctrl-C ({later}), the command ended {to_exit} s after it"
+               if later else "")
     if tracebacks:
         return record(name, item, expected, [result], result, "traceback",
                       f"{tracebacks} traceback(s), {traceback_lines(after)} traceback lines, {len(lines_after)} stderr "
-                      f"lines after Ctrl-C (exit {result.rc})", disk)
+                      f"lines after Ctrl-C (exit {result.rc})" + went_on, disk)
+    if later:
+        return record(name, item, expected, [result], result, "clear",
+                      f"exit {result.rc}, {len(lines_after)} stderr lines after Ctrl-C" + went_on, disk)
     messages = message_lines(after)
     if len(messages) == 1 and result.rc == 130 and names_cause(messages[0], [study]):
-        return record(name, item, expected, [result], result, "ok",
-                      f"exit 130 with one line naming the study folder ({len(lines_after)} stderr lines after Ctrl-C, "
-                      f"logs included)", disk)
+        if len(lines_after) == 1:
+            return record(name, item, expected, [result], result, "ok",
+                          "exit 130 with one line naming the study folder, nothing else after Ctrl-C", disk)
+        failed = [line for line in lines_after if "KeyboardInterrupt" in line or "failed with value None" in line]
+        return record(name, item, expected, [result], result, "clear",
+                      f"exit 130, the line names the study folder, but {len(lines_after)} stderr lines follow Ctrl-C: "
+                      f"{len(failed)} of them Optuna's warnings that a trial failed (KeyboardInterrupt / value None), "
+                      "though the trial is queued to go on", disk)
     if len(messages) <= 1:
         return record(name, item, expected, [result], result, "unclear" if messages else "clear",
                       f"exit {result.rc}; " + (f"the line does not name the study folder: {messages[0]}" if messages
@@ -1240,20 +1259,32 @@ def run_cases(tree_path: str, work: str, out: str, only: list[str] | None) -> di
     if os.path.exists(work):
         if os.listdir(work) and not os.path.exists(os.path.join(work, MARKER)):
             raise SystemExit(f"--work {work} exists and was not made by this script: give another folder")
-        shutil.rmtree(work)
+        if not only:
+            shutil.rmtree(work)
+    if only and os.path.exists(os.path.join(work, "_shared")):
+        shutil.rmtree(os.path.join(work, "_shared"))  # the base study is made anew; the other cases' folders stay
     os.makedirs(os.path.join(work, "_shared"))
     open(os.path.join(work, MARKER), "w").close()
+    # With --only, the cases run replace theirs in an earlier --out of the same tree; the rest are kept.
+    kept = (load_json(out) or {}).get("cases", []) if only else []
     tree = Tree(tree_path, work)
     imported = tree.imported()
     if not imported.startswith(os.path.join(tree.tree, "bert4rec_tf") + os.sep):
         raise SystemExit(f"PYTHONPATH={tree.tree} imports {imported!r}, not the tree's bert4rec_tf")
     tree.source, _ = planted_source(os.path.join(work, "_shared"))
     commit = subprocess.run(["git", "-C", tree.tree, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    earlier = (load_json(out) or {}) if only else {}
+    if kept and (earlier.get("tree"), earlier.get("commit")) != (tree.tree, commit):
+        raise SystemExit(f"{out} holds the cases of {earlier.get('tree')} at {earlier.get('commit')}: --only adds to "
+                         "an --out of the same tree and commit only")
     report = {"tree": tree.tree, "commit": commit, "imported": imported, "python": PY, "cases": []}
     for name, item, expected, function in CASES:
         if only and name not in only and item not in only:
+            report["cases"] += [entry for entry in kept if entry["name"] == name]
             continue
         folder = os.path.join(work, f"{item}-{name}")
+        if os.path.exists(folder):
+            shutil.rmtree(folder)
         os.makedirs(folder)
         began = time.monotonic()
         print(f"[{item}] {name} ...", flush=True)
