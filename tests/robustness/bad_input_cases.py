@@ -222,7 +222,10 @@ class Tree:
         return self.run(folder, label, [PY, self.script(name), *arguments], timeout, prefix)
 
     def api(self, folder: str, label: str, code: str, timeout: float = 300) -> Result:
-        return self.run(folder, label, [PY, "-c", code], timeout)
+        guard = ("import sys, bert4rec_tf\n"
+                 f"if not bert4rec_tf.__file__.startswith({self.tree + os.sep!r}):\n"
+                 "    sys.exit('harness: the wrong bert4rec_tf was imported: ' + bert4rec_tf.__file__)\n")
+        return self.run(folder, label, [PY, "-c", guard + code], timeout)
 
     def imported(self) -> str:
         probe = subprocess.run([PY, "-c", "import bert4rec_tf; print(bert4rec_tf.__file__)"], cwd=self.work,
@@ -1298,6 +1301,8 @@ def run_cases(tree_path: str, work: str, out: str, only: list[str] | None) -> di
                      "classification": "error-in-harness", "reason": traceback.format_exc()[-1500:], "details": {}}
             print(entry["reason"], file=sys.stderr)
         entry["seconds"] = round(time.monotonic() - began, 1)
+        if not os.path.isdir(os.path.join(tree.tree, "bert4rec_tf")):
+            raise SystemExit(f"the tree {tree.tree} disappeared during case {name}: its outcome is not the tree's")
         report["cases"].append(entry)
         print(f"[{item}] {name}: {entry['classification']} (exit {entry['exit']}) {entry['reason'][:200]}", flush=True)
         with open(out, "w", encoding="utf-8") as handle:  # written after every case: a crash keeps the rest
